@@ -1,1 +1,168 @@
-fn main() {}
+//! The `sockstat` command: parses flags, runs the query through the library, renders, and maps
+//! outcomes to exit statuses (0 success, 2 bad usage or an error that stopped the work). A closed
+//! pipe ends quietly with status 0.
+
+mod cli;
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use sockstat::render::{self, Options};
+use sockstat::{Query, Snapshot, Source};
+
+use cli::{Cli, ColorWhen, SourceArg};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("sockstat: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// clap's own messages span several lines (usage, tips); ours is the one line that names the
+/// bad value. Help and version go to stdout with status 0.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("sockstat: {first} (see 'sockstat --help')");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn build_query(cli: &Cli) -> anyhow::Result<Query> {
+    let mut q = Query::new();
+    if cli.inet || cli.inet6 || cli.unix {
+        q.families.inet = cli.inet;
+        q.families.inet6 = cli.inet6;
+        q.families.unix = cli.unix;
+    }
+    q.protos = cli.protos.clone();
+    q.connected = cli.connected;
+    q.listening = cli.listening;
+    q.no_loopback = cli.no_loopback;
+    q.ports = cli.ports.clone();
+    q.src = cli.src;
+    q.dst = cli.dst;
+    q.states = cli.states.clone();
+    q.pids = cli.pids.clone();
+    q.uid = match &cli.user {
+        Some(u) => Some(sockstat::resolve_user(u)?),
+        None => None,
+    };
+    q.command = cli.command.clone();
+    q.owners = !cli.no_owners;
+    q.args = cli.args;
+    q.resolve_users = !cli.numeric;
+    q.source = match (&cli.replay_netlink, cli.source) {
+        (Some(dir), _) => Source::Replay(dir.clone()),
+        (None, SourceArg::Auto) => Source::Auto,
+        (None, SourceArg::Netlink) => Source::Netlink,
+        (None, SourceArg::Proc) => Source::Proc,
+    };
+    if let Some(root) = &cli.proc_root {
+        q.proc_root = root.clone();
+    }
+    q.record_netlink = cli.record_netlink.clone();
+    if cli.no_owners && (q.pids.is_some() || q.command.is_some()) {
+        anyhow::bail!("--pid and --command need the owner scan; drop --no-owners");
+    }
+    Ok(q)
+}
+
+fn use_color(when: ColorWhen) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+            !no_color && !dumb && io::stdout().is_terminal()
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    let query = build_query(cli)?;
+    let snap = sockstat::collect(&query)?;
+    let opts = {
+        let mut o = Options::new();
+        o.header = !(cli.quiet || cli.no_header);
+        o.state = cli.state;
+        o.id = cli.id;
+        o.args = cli.args;
+        o.wide = cli.wide;
+        o.color = use_color(cli.color);
+        o.verbose = cli.verbose;
+        o
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    if cli.json {
+        if cli.summary {
+            render::summary::write_json(&snap, &opts, &mut out)?;
+        } else {
+            render::json::write(&snap, &opts, &mut out)?;
+        }
+    } else {
+        if cli.csv {
+            if cli.summary {
+                render::summary::write_csv(&snap, &opts, &mut out)?;
+            } else {
+                render::csv::write(&snap, &opts, &mut out)?;
+            }
+        } else if cli.summary {
+            render::summary::write_table(&snap, &opts, &mut out)?;
+        } else {
+            render::table::write(&snap, &opts, &mut out)?;
+        }
+        out.flush()?;
+        print_warnings(&snap, cli.verbose);
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Warnings go to stderr for the table and CSV (JSON carries them in the document): one line
+/// each, with details under -v.
+fn print_warnings(snap: &Snapshot, verbose: bool) {
+    let stderr = io::stderr();
+    let mut err = stderr.lock();
+    for w in &snap.warnings {
+        let _ = writeln!(err, "sockstat: warning: {}", w.message);
+        if verbose {
+            for d in &w.details {
+                let _ = writeln!(err, "sockstat:   {d}");
+            }
+        }
+    }
+}

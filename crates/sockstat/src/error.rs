@@ -1,0 +1,33 @@
+//! The library's errors. Only what stops a query is an error; what merely hides some data
+//! (a process that could not be read, a protocol the kernel lacks) is a [`crate::Warning`].
+
+use std::fmt;
+
+/// A query that could not be answered.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A sock_diag dump failed and no fallback was allowed (`Source::Netlink`).
+    Dump {
+        /// Which dump (`tcp4`, `unix`, ...).
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// `/proc` could not be read at all.
+    Proc {
+        /// Why.
+        message: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Dump { what, message } => write!(f, "sock_diag dump of {what} failed: {message}"),
+            Error::Proc { message } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

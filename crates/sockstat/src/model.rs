@@ -1,0 +1,563 @@
+//! The snapshot model: sockets, their endpoints and the processes that hold them.
+//!
+//! Everything here is plain data filled by the gatherers in [`crate::sys`] and read by the filters,
+//! the renderers and library users. Nothing in this module does I/O. Names carry their units
+//! (`expires_ms`); a value the kernel did not provide is `None`, never 0.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+/// Transport protocol of a socket, as `-P` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    /// TCP (IPPROTO_TCP).
+    Tcp,
+    /// UDP (IPPROTO_UDP).
+    Udp,
+    /// UDP-Lite (IPPROTO_UDPLITE).
+    Udplite,
+    /// Raw IP sockets.
+    Raw,
+    /// SCTP.
+    Sctp,
+    /// Multipath TCP (the MPTCP socket itself; its subflows are TCP sockets).
+    Mptcp,
+    /// Unix domain sockets.
+    Unix,
+    /// AF_PACKET sockets.
+    Packet,
+}
+
+impl Proto {
+    /// Every protocol, in output order.
+    pub const ALL: [Proto; 8] = [
+        Proto::Tcp,
+        Proto::Udp,
+        Proto::Udplite,
+        Proto::Raw,
+        Proto::Sctp,
+        Proto::Mptcp,
+        Proto::Unix,
+        Proto::Packet,
+    ];
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+            Proto::Udplite => "udplite",
+            Proto::Raw => "raw",
+            Proto::Sctp => "sctp",
+            Proto::Mptcp => "mptcp",
+            Proto::Unix => "unix",
+            Proto::Packet => "packet",
+        }
+    }
+
+    /// Parses a protocol name (case-insensitive).
+    pub fn from_name(s: &str) -> Option<Proto> {
+        Proto::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+    }
+
+    /// True for the protocols carried over IPv4/IPv6.
+    pub fn is_inet(self) -> bool {
+        !matches!(self, Proto::Unix | Proto::Packet)
+    }
+
+    /// True for connectionless protocols whose "unconnected" state is shown as UNCONN.
+    pub fn is_datagram(self) -> bool {
+        matches!(self, Proto::Udp | Proto::Udplite | Proto::Raw)
+    }
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// AF_INET.
+    Inet,
+    /// AF_INET6.
+    Inet6,
+    /// AF_UNIX.
+    Unix,
+    /// AF_PACKET.
+    Packet,
+}
+
+impl Family {
+    /// The name used in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Inet => "inet",
+            Family::Inet6 => "inet6",
+            Family::Unix => "unix",
+            Family::Packet => "packet",
+        }
+    }
+}
+
+/// Socket type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SockType {
+    /// SOCK_STREAM.
+    Stream,
+    /// SOCK_DGRAM.
+    Dgram,
+    /// SOCK_SEQPACKET.
+    Seqpacket,
+    /// SOCK_RAW.
+    Raw,
+}
+
+impl SockType {
+    /// Decodes the kernel's `SOCK_*` value.
+    pub fn from_kernel(t: u8) -> Option<SockType> {
+        match t {
+            1 => Some(SockType::Stream),
+            2 => Some(SockType::Dgram),
+            3 => Some(SockType::Raw),
+            5 => Some(SockType::Seqpacket),
+            _ => None,
+        }
+    }
+
+    /// The name used in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            SockType::Stream => "stream",
+            SockType::Dgram => "dgram",
+            SockType::Seqpacket => "seqpacket",
+            SockType::Raw => "raw",
+        }
+    }
+}
+
+/// Socket state, named as the kernel names it (`include/net/tcp_states.h`).
+///
+/// Datagram and unix sockets use the TCP numbering too: connected is `Established`, unconnected is
+/// shown as `Unconn` (kernel `TCP_CLOSE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum State {
+    /// TCP_ESTABLISHED (1); connected datagram and unix sockets.
+    Established,
+    /// TCP_SYN_SENT (2); a unix stream socket in the middle of connect().
+    SynSent,
+    /// TCP_SYN_RECV (3), and the NEW_SYN_RECV request minisocks (12).
+    SynRecv,
+    /// TCP_FIN_WAIT1 (4).
+    FinWait1,
+    /// TCP_FIN_WAIT2 (5).
+    FinWait2,
+    /// TCP_TIME_WAIT (6).
+    TimeWait,
+    /// TCP_CLOSE (7) for TCP: closed, or bound and not listening (BOUND_INACTIVE).
+    Close,
+    /// TCP_CLOSE_WAIT (8).
+    CloseWait,
+    /// TCP_LAST_ACK (9).
+    LastAck,
+    /// TCP_LISTEN (10).
+    Listen,
+    /// TCP_CLOSING (11).
+    Closing,
+    /// An unconnected datagram or unix socket (kernel TCP_CLOSE).
+    Unconn,
+    /// A value this version does not know; kept so nothing is lost.
+    Unknown(u8),
+}
+
+impl State {
+    /// The states `--state` accepts, with their names.
+    pub const NAMED: [(State, &'static str); 12] = [
+        (State::Established, "ESTABLISHED"),
+        (State::SynSent, "SYN_SENT"),
+        (State::SynRecv, "SYN_RECV"),
+        (State::FinWait1, "FIN_WAIT1"),
+        (State::FinWait2, "FIN_WAIT2"),
+        (State::TimeWait, "TIME_WAIT"),
+        (State::Close, "CLOSE"),
+        (State::CloseWait, "CLOSE_WAIT"),
+        (State::LastAck, "LAST_ACK"),
+        (State::Listen, "LISTEN"),
+        (State::Closing, "CLOSING"),
+        (State::Unconn, "UNCONN"),
+    ];
+
+    /// Maps a kernel state number; `datagram` selects UNCONN for TCP_CLOSE.
+    pub fn from_kernel(s: u8, datagram: bool) -> State {
+        match s {
+            1 => State::Established,
+            2 => State::SynSent,
+            3 | 12 => State::SynRecv,
+            4 => State::FinWait1,
+            5 => State::FinWait2,
+            6 => State::TimeWait,
+            7 if datagram => State::Unconn,
+            7 | 13 => State::Close,
+            8 => State::CloseWait,
+            9 => State::LastAck,
+            10 => State::Listen,
+            11 => State::Closing,
+            other => State::Unknown(other),
+        }
+    }
+
+    /// The kernel state bits (`1 << TCP_*`) this state corresponds to, for the dump request.
+    pub fn kernel_mask(self) -> u32 {
+        match self {
+            State::Established => 1 << 1,
+            State::SynSent => 1 << 2,
+            State::SynRecv => (1 << 3) | (1 << 12),
+            State::FinWait1 => 1 << 4,
+            State::FinWait2 => 1 << 5,
+            State::TimeWait => 1 << 6,
+            State::Close => (1 << 7) | (1 << 13),
+            State::Unconn => 1 << 7,
+            State::CloseWait => 1 << 8,
+            State::LastAck => 1 << 9,
+            State::Listen => 1 << 10,
+            State::Closing => 1 << 11,
+            State::Unknown(n) if n < 32 => 1 << n,
+            State::Unknown(_) => 0,
+        }
+    }
+
+    /// The kernel name (`ESTABLISHED`, `TIME_WAIT`, ...), or `UNKNOWN(n)`.
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        match State::NAMED.iter().find(|(s, _)| *s == self) {
+            Some((_, n)) => std::borrow::Cow::Borrowed(n),
+            None => match self {
+                State::Unknown(n) => std::borrow::Cow::Owned(format!("UNKNOWN({n})")),
+                _ => std::borrow::Cow::Borrowed("UNKNOWN"),
+            },
+        }
+    }
+
+    /// Parses a state name: kernel spelling, case-insensitive, `-` accepted for `_`.
+    pub fn from_name(s: &str) -> Option<State> {
+        let norm: String = s
+            .chars()
+            .map(|c| if c == '-' { '_' } else { c.to_ascii_uppercase() })
+            .collect();
+        let norm = match norm.as_str() {
+            "ESTAB" => "ESTABLISHED",
+            "SYN_RECEIVED" => "SYN_RECV",
+            "CLOSED" => "CLOSE",
+            "UNCONNECTED" => "UNCONN",
+            other => other,
+        }
+        .to_string();
+        State::NAMED
+            .iter()
+            .find(|(_, n)| *n == norm)
+            .map(|(st, _)| *st)
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Bytes that came from the kernel or another process (a unix path, a command name): usually
+/// UTF-8, not always. Kept whole; renderers decide how to show them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct RawString(pub Box<[u8]>);
+
+impl RawString {
+    /// Wraps bytes.
+    pub fn new(b: &[u8]) -> RawString {
+        RawString(b.into())
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The text, with invalid UTF-8 replaced by U+FFFD (for display only; see `render::sanitize`).
+    pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.0)
+    }
+}
+
+impl Serialize for RawString {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string_lossy())
+    }
+}
+
+/// A unix socket name, as the kernel holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnixName {
+    /// A filesystem path.
+    Path(RawString),
+    /// An abstract name (the kernel's leading NUL removed); shown as `@name`.
+    Abstract(RawString),
+}
+
+impl UnixName {
+    /// Decodes a `sun_path` as unix_diag sends it (abstract names start with NUL).
+    pub fn from_sun_path(b: &[u8]) -> Option<UnixName> {
+        match b.split_first() {
+            None => None,
+            Some((0, rest)) => Some(UnixName::Abstract(RawString::new(rest))),
+            Some(_) => {
+                // A path is NUL-terminated when shorter than sun_path.
+                let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                Some(UnixName::Path(RawString::new(&b[..end])))
+            }
+        }
+    }
+
+    /// The name as users write it: the path, or `@` + the abstract name, as bytes.
+    pub fn display_bytes(&self) -> Vec<u8> {
+        match self {
+            UnixName::Path(p) => p.as_bytes().to_vec(),
+            UnixName::Abstract(a) => {
+                let mut v = Vec::with_capacity(a.0.len() + 1);
+                v.push(b'@');
+                v.extend_from_slice(a.as_bytes());
+                v
+            }
+        }
+    }
+}
+
+/// One end of a socket.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// An IP address and port. For raw sockets `port` is the IP protocol number, as in
+    /// `/proc/net/raw` and `ss`.
+    Inet {
+        /// The address (IPv4-mapped IPv6 addresses are kept as IPv6).
+        addr: IpAddr,
+        /// The port, host order.
+        port: u16,
+    },
+    /// A unix socket's own name (`None` when unnamed).
+    Unix(Option<UnixName>),
+    /// The far end of a connected unix socket: the peer's inode and, when the peer is bound,
+    /// its name.
+    UnixPeer {
+        /// The peer socket's inode.
+        peer: u64,
+        /// The peer's name when it has one.
+        name: Option<UnixName>,
+    },
+    /// An AF_PACKET socket: ethernet protocol and interface index (0 = all).
+    Packet {
+        /// ETH_P_* protocol number.
+        protocol: u16,
+        /// Interface index the socket is bound to, 0 for any.
+        ifindex: u32,
+    },
+}
+
+impl Endpoint {
+    /// The IP address, for inet endpoints.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Endpoint::Inet { addr, .. } => Some(*addr),
+            _ => None,
+        }
+    }
+
+    /// The port, for inet endpoints.
+    pub fn port(&self) -> Option<u16> {
+        match self {
+            Endpoint::Inet { port, .. } => Some(*port),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the owner columns could be filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnersStatus {
+    /// At least one holder was found; `owners` lists every one.
+    Known,
+    /// No process holds it (TIME_WAIT, orphans, kernel sockets), as far as could be seen.
+    #[default]
+    None,
+    /// Its holder is in a process these privileges cannot inspect.
+    Hidden,
+    /// The owner scan was not asked for (`--no-owners`).
+    NotRequested,
+}
+
+/// One (process, file descriptor) holding a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Owner {
+    /// Process id (thread-group leader).
+    pub pid: u32,
+    /// File descriptor number in that process.
+    pub fd: u32,
+}
+
+/// What is known of a process that holds sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// `/proc/PID/comm` (at most 15 bytes, set by the process itself: untrusted).
+    pub command: Option<RawString>,
+    /// Effective uid from `/proc/PID/status`.
+    pub uid: Option<u32>,
+    /// Arguments from `/proc/PID/cmdline`, when asked for (`-a`).
+    pub args: Option<Vec<RawString>>,
+}
+
+/// Queue sizes and timers the kernel reports with every inet socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Timer {
+    /// `idiag_timer`: 0 off, 1 retransmit/probe, 2 keepalive, 3 TIME_WAIT, 4 persist (zero window).
+    pub kind: u8,
+    /// Milliseconds until it fires.
+    pub expires_ms: u32,
+    /// Retransmits or unanswered probes counted by that timer.
+    pub retrans: u8,
+}
+
+/// One socket, with everything the listing shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Socket {
+    /// Socket inode (`socket:[N]`); `None` for TIME_WAIT and request sockets (the kernel reports 0).
+    pub id: Option<u64>,
+    /// Kernel socket cookie, the identity used to join samples over time (`None` from /proc text).
+    pub cookie: Option<u64>,
+    /// Protocol.
+    pub proto: Proto,
+    /// Address family.
+    pub family: Family,
+    /// Socket type.
+    #[serde(rename = "type")]
+    pub sock_type: SockType,
+    /// State.
+    pub state: State,
+    /// Local end.
+    pub local: Endpoint,
+    /// Remote end; `None` when there is none.
+    pub remote: Option<Endpoint>,
+    /// Bytes waiting to be read; for LISTEN, the accept queue length.
+    pub recv_q: u32,
+    /// Bytes not yet acknowledged or sent; for LISTEN, the backlog.
+    pub send_q: u32,
+    /// The socket's uid as the kernel reports it (`None` for TIME_WAIT and request sockets).
+    pub uid: Option<u32>,
+    /// Whether `owners` could be filled.
+    pub owners_status: OwnersStatus,
+    /// Every (process, fd) that holds it, sorted by pid then fd.
+    pub owners: Vec<Owner>,
+    /// The kernel's timer for this socket, when reported (inet sockets).
+    pub timer: Option<Timer>,
+    /// Network namespace inode the socket lives in (`None` when not known).
+    pub netns: Option<u64>,
+}
+
+impl Socket {
+    /// True when the socket has a remote end (connected, or in a connection state).
+    pub fn is_connected(&self) -> bool {
+        match self.state {
+            State::Listen | State::Unconn | State::Close => false,
+            State::Unknown(_) => self.remote.is_some(),
+            _ => true,
+        }
+    }
+
+    /// True when the socket waits for peers: TCP/unix LISTEN, or a bound unconnected datagram
+    /// socket.
+    pub fn is_listening(&self) -> bool {
+        match self.state {
+            State::Listen => true,
+            State::Unconn => match &self.local {
+                Endpoint::Inet { port, .. } => *port != 0 || self.proto == Proto::Raw,
+                Endpoint::Unix(name) => name.is_some(),
+                _ => true,
+            },
+            _ => false,
+        }
+    }
+
+    /// The PROTO column: `tcp4`, `udp6`, `stream`, `dgram`, `seqpac`, `packet`, ...
+    pub fn proto_label(&self) -> String {
+        match self.family {
+            Family::Inet => format!("{}4", self.proto.name()),
+            Family::Inet6 => format!("{}6", self.proto.name()),
+            Family::Unix => match self.sock_type {
+                SockType::Stream => "stream".into(),
+                SockType::Dgram => "dgram".into(),
+                SockType::Seqpacket => "seqpac".into(),
+                SockType::Raw => "raw".into(),
+            },
+            Family::Packet => match self.sock_type {
+                SockType::Dgram => "pkt_dg".into(),
+                _ => "packet".into(),
+            },
+        }
+    }
+}
+
+/// Something that could not be seen, and how to see it; collected, then reported once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// Stable machine-readable code (`owners-hidden`, `proto-unavailable`, ...).
+    pub code: &'static str,
+    /// How many things it concerns (sockets, processes, ...), when countable.
+    pub count: Option<u64>,
+    /// One line for a person: what is missing and how to get it.
+    pub message: String,
+    /// Details shown with `-v` (e.g. the pids that could not be read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+/// Everything one query saw, ready to filter and render.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Snapshot {
+    /// The sockets, in output order.
+    pub sockets: Vec<Socket>,
+    /// Every process named in some `owners` list, by pid.
+    pub processes: HashMap<u32, Process>,
+    /// User names by uid, for every uid in the snapshot (`None`: no such user in the user
+    /// database); empty when numeric uids were asked for.
+    pub users: HashMap<u32, Option<String>>,
+    /// What could not be seen.
+    pub warnings: Vec<Warning>,
+}
+
+impl Snapshot {
+    /// The user name for a uid, if it was resolved.
+    pub fn user_name(&self, uid: u32) -> Option<&str> {
+        self.users.get(&uid).and_then(|n| n.as_deref())
+    }
+
+    /// The process record of a pid.
+    pub fn process(&self, pid: u32) -> Option<&Process> {
+        self.processes.get(&pid)
+    }
+}

@@ -1,0 +1,601 @@
+//! What the user asked for: the [`Query`], the parsers for its textual forms (`-p 22,80-90`,
+//! `-P tcp,udp`, `--state`, `--user`), and the user-space evaluation of every filter.
+//!
+//! Filters combine with AND. The parts the kernel can apply (state masks, ports, address
+//! prefixes) are also pushed into the sock_diag request by [`crate::sys`]; the checks here run
+//! on every socket anyway, so the /proc fallback and the kernel path select the same sockets.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use ipnet::IpNet;
+
+use crate::model::{Endpoint, Family, Owner, Process, Proto, Socket, State};
+
+/// A filter value that could not be parsed. The message names the bad value and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterError {
+    message: String,
+}
+
+impl FilterError {
+    fn new(message: String) -> FilterError {
+        FilterError { message }
+    }
+
+    /// An error with this message (for filters parsed outside this module).
+    pub fn from_message(message: String) -> FilterError {
+        FilterError { message }
+    }
+}
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+/// A set of ports given as a list of single ports and inclusive ranges (`22,80,8000-8100`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PortSet {
+    ranges: Vec<(u16, u16)>,
+}
+
+impl PortSet {
+    /// Parses `22,80,8000-8100`. Ports are 0-65535, ranges go low to high.
+    pub fn parse(s: &str) -> Result<PortSet, FilterError> {
+        let mut ranges = Vec::new();
+        if s.trim().is_empty() {
+            return Err(FilterError::new(
+                "empty port list: give ports and ranges like 22,80,8000-8100".into(),
+            ));
+        }
+        for part in s.split(',') {
+            let part = part.trim();
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (parse_port(a, part)?, parse_port(b, part)?),
+                None => {
+                    let p = parse_port(part, part)?;
+                    (p, p)
+                }
+            };
+            if lo > hi {
+                return Err(FilterError::new(format!(
+                    "invalid port range '{part}': the range goes backwards ({lo} > {hi}); write it low-high"
+                )));
+            }
+            ranges.push((lo, hi));
+        }
+        ranges.sort_unstable();
+        // Merge overlapping and adjacent ranges so the kernel program stays small.
+        let mut merged: Vec<(u16, u16)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
+            match merged.last_mut() {
+                Some(last) if u32::from(lo) <= u32::from(last.1) + 1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        Ok(PortSet { ranges: merged })
+    }
+
+    /// Builds a set from explicit inclusive ranges.
+    pub fn from_ranges(ranges: &[(u16, u16)]) -> PortSet {
+        let mut s = String::new();
+        for (i, (a, b)) in ranges.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!("{a}-{b}"));
+        }
+        PortSet::parse(&s).unwrap_or_default()
+    }
+
+    /// The merged, sorted inclusive ranges.
+    pub fn ranges(&self) -> &[(u16, u16)] {
+        &self.ranges
+    }
+
+    /// True when `port` is in the set.
+    pub fn contains(&self, port: u16) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= port && port <= hi)
+    }
+}
+
+fn parse_port(s: &str, whole: &str) -> Result<u16, FilterError> {
+    let t = s.trim();
+    match t.parse::<u32>() {
+        Ok(n) if n <= 65535 => Ok(n as u16),
+        Ok(n) => Err(FilterError::new(format!(
+            "invalid port '{n}' in '{whole}': ports are 0-65535"
+        ))),
+        Err(_) => Err(FilterError::new(format!(
+            "invalid port '{t}' in '{whole}': give numbers 0-65535 and ranges like 8000-8100"
+        ))),
+    }
+}
+
+/// Parses a comma-separated protocol list for `-P`.
+pub fn parse_protos(s: &str) -> Result<Vec<Proto>, FilterError> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        match Proto::from_name(name) {
+            Some(p) => {
+                if !out.contains(&p) {
+                    out.push(p)
+                }
+            }
+            None => {
+                return Err(FilterError::new(format!(
+                    "unknown protocol '{name}': choose from tcp, udp, udplite, raw, sctp, mptcp, packet, unix"
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a comma-separated state list for `--state`.
+pub fn parse_states(s: &str) -> Result<Vec<State>, FilterError> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        match State::from_name(name) {
+            Some(st) => {
+                if !out.contains(&st) {
+                    out.push(st)
+                }
+            }
+            None => {
+                let allowed: Vec<&str> = State::NAMED.iter().map(|(_, n)| *n).collect();
+                return Err(FilterError::new(format!(
+                    "unknown state '{name}': choose from {}",
+                    allowed.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a comma-separated pid list for `--pid`.
+pub fn parse_pids(s: &str) -> Result<Vec<u32>, FilterError> {
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        match p.parse::<u32>() {
+            Ok(n) if n > 0 && n <= 4_194_304 => out.push(n),
+            _ => {
+                return Err(FilterError::new(format!(
+                    "invalid pid '{p}': give process ids (1-4194304), comma-separated"
+                )))
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Parses an address or prefix for `--src`/`--dst`: `127.0.0.1`, `10.0.0.0/8`, `::1`,
+/// `2001:db8::/32`, `[::1]`.
+pub fn parse_prefix(s: &str) -> Result<IpNet, FilterError> {
+    let t = s.trim();
+    let t = t
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(t);
+    if let Ok(net) = t.parse::<IpNet>() {
+        return Ok(net.trunc());
+    }
+    if let Ok(addr) = t.parse::<IpAddr>() {
+        return Ok(IpNet::from(addr));
+    }
+    Err(FilterError::new(format!(
+        "invalid address '{s}': give an IPv4 or IPv6 address, optionally with a prefix length (192.0.2.0/24, 2001:db8::/32)"
+    )))
+}
+
+/// A command-name filter: exact, or a glob when the value has `*` or `?`.
+#[derive(Debug, Clone)]
+pub struct CommandMatch {
+    text: String,
+    glob: Option<glob::Pattern>,
+}
+
+impl CommandMatch {
+    /// Parses `--command NAME`.
+    pub fn parse(s: &str) -> Result<CommandMatch, FilterError> {
+        if s.is_empty() {
+            return Err(FilterError::new(
+                "empty command name: give a command name or a glob like 'ngin*'".into(),
+            ));
+        }
+        let glob = if s.contains('*') || s.contains('?') {
+            Some(glob::Pattern::new(s).map_err(|e| {
+                FilterError::new(format!("invalid command pattern '{s}': {e}"))
+            })?)
+        } else {
+            None
+        };
+        Ok(CommandMatch {
+            text: s.to_string(),
+            glob,
+        })
+    }
+
+    /// True when a command name matches.
+    pub fn matches(&self, command: &[u8]) -> bool {
+        let c = String::from_utf8_lossy(command);
+        match &self.glob {
+            Some(g) => g.matches(&c),
+            None => c == self.text,
+        }
+    }
+}
+
+impl PartialEq for CommandMatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+/// Where the socket table comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Source {
+    /// sock_diag netlink, falling back to /proc/net text for any family whose dump fails.
+    #[default]
+    Auto,
+    /// sock_diag only: a failed dump is an error.
+    Netlink,
+    /// /proc/net text only (no cookies, no TCP internals).
+    Proc,
+    /// Replay netlink replies recorded earlier with `record_netlink` (tests, bug reports).
+    Replay(PathBuf),
+}
+
+/// Which address families to list (`-4`, `-6`, `-u`; none given means all three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Families {
+    /// IPv4.
+    pub inet: bool,
+    /// IPv6.
+    pub inet6: bool,
+    /// Unix domain.
+    pub unix: bool,
+}
+
+impl Default for Families {
+    fn default() -> Families {
+        Families {
+            inet: true,
+            inet6: true,
+            unix: true,
+        }
+    }
+}
+
+/// A listing request: filters (combined with AND) and what to gather.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Query {
+    /// Address families.
+    pub families: Families,
+    /// Protocols (`-P`); `None` = every protocol the kernel has except packet.
+    pub protos: Option<Vec<Proto>>,
+    /// Only sockets with a remote end (`-c`).
+    pub connected: bool,
+    /// Only listening sockets (`-l`). With `connected` too, no such filter.
+    pub listening: bool,
+    /// Hide inet sockets whose local or remote address is loopback (`-L`).
+    pub no_loopback: bool,
+    /// Local or remote port in this set (`-p`); selects inet sockets only.
+    pub ports: Option<PortSet>,
+    /// Local address in this prefix (`--src`).
+    pub src: Option<IpNet>,
+    /// Remote address in this prefix (`--dst`).
+    pub dst: Option<IpNet>,
+    /// Kernel states (`--state`).
+    pub states: Option<Vec<State>>,
+    /// Sockets held by these pids (`--pid`).
+    pub pids: Option<Vec<u32>>,
+    /// Sockets whose owner runs as this uid, or with no known owner, whose kernel uid it is.
+    pub uid: Option<u32>,
+    /// Owner's command name (`--command`).
+    pub command: Option<CommandMatch>,
+    /// Scan /proc for owners (off with `--no-owners`).
+    pub owners: bool,
+    /// Read process arguments (`-a`).
+    pub args: bool,
+    /// Resolve uids to user names (off with `-n`).
+    pub resolve_users: bool,
+    /// Where sockets come from.
+    pub source: Source,
+    /// The /proc to read (a fake tree in tests).
+    pub proc_root: PathBuf,
+    /// Save each raw netlink reply in this directory (for bug reports and replay tests).
+    pub record_netlink: Option<PathBuf>,
+}
+
+impl Default for Query {
+    fn default() -> Query {
+        Query {
+            families: Families::default(),
+            protos: None,
+            connected: false,
+            listening: false,
+            no_loopback: false,
+            ports: None,
+            src: None,
+            dst: None,
+            states: None,
+            pids: None,
+            uid: None,
+            command: None,
+            owners: true,
+            args: false,
+            resolve_users: true,
+            source: Source::Auto,
+            proc_root: PathBuf::from("/proc"),
+            record_netlink: None,
+        }
+    }
+}
+
+impl Query {
+    /// A query for every socket, with owners.
+    pub fn new() -> Query {
+        Query::default()
+    }
+
+    /// True when `proto` was asked for explicitly or by default.
+    pub fn wants_proto(&self, proto: Proto) -> bool {
+        match &self.protos {
+            Some(list) => list.contains(&proto),
+            None => proto != Proto::Packet,
+        }
+    }
+
+    /// True when the filters only select inet sockets (ports and addresses do).
+    pub fn inet_only(&self) -> bool {
+        self.ports.is_some() || self.src.is_some() || self.dst.is_some()
+    }
+
+    /// True when an owner attribute (pid, user, command) is filtered on.
+    pub fn filters_owners(&self) -> bool {
+        self.pids.is_some() || self.uid.is_some() || self.command.is_some()
+    }
+
+    /// The listening/connected selection as (want_listening, want_connected); both true = all.
+    fn role(&self) -> (bool, bool) {
+        if self.connected == self.listening {
+            (true, true)
+        } else {
+            (self.listening, self.connected)
+        }
+    }
+
+    /// The kernel state mask implied by `--state`, `-l` and `-c` for a protocol.
+    pub fn kernel_states(&self, proto: Proto) -> u32 {
+        let datagram = proto.is_datagram() || proto == Proto::Unix;
+        let mut mask: u32 = match &self.states {
+            Some(list) => list.iter().fold(0, |m, s| m | s.kernel_mask()),
+            None => u32::MAX,
+        };
+        let (listening, connected) = self.role();
+        if !(listening && connected) {
+            let role_mask = if listening {
+                if datagram {
+                    State::Listen.kernel_mask() | State::Unconn.kernel_mask()
+                } else {
+                    State::Listen.kernel_mask()
+                }
+            } else {
+                // Connected: everything but LISTEN and CLOSE.
+                !(State::Listen.kernel_mask() | State::Close.kernel_mask())
+            };
+            mask &= role_mask;
+        }
+        mask
+    }
+
+    /// Whether a socket passes the socket-level filters (everything but owner attributes).
+    pub fn matches_socket(&self, s: &Socket) -> bool {
+        let family_ok = match s.family {
+            Family::Inet => self.families.inet,
+            Family::Inet6 => self.families.inet6,
+            Family::Unix => self.families.unix,
+            Family::Packet => true,
+        };
+        if !family_ok || !self.wants_proto(s.proto) {
+            return false;
+        }
+        if self.inet_only() && !s.proto.is_inet() {
+            return false;
+        }
+        if let Some(states) = &self.states {
+            if !states.contains(&s.state) {
+                return false;
+            }
+        }
+        let (listening, connected) = self.role();
+        if !(listening && connected) {
+            if listening && !s.is_listening() {
+                return false;
+            }
+            if connected && !s.is_connected() {
+                return false;
+            }
+        }
+        let local_ip = s.local.ip();
+        let remote_ip = s.remote.as_ref().and_then(Endpoint::ip);
+        if self.no_loopback && (is_loopback(local_ip) || is_loopback(remote_ip)) {
+            return false;
+        }
+        if let Some(ports) = &self.ports {
+            let lp = s.local.port().filter(|_| s.proto != Proto::Raw);
+            let rp = s
+                .remote
+                .as_ref()
+                .and_then(Endpoint::port)
+                .filter(|_| s.proto != Proto::Raw);
+            if !(lp.is_some_and(|p| ports.contains(p)) || rp.is_some_and(|p| ports.contains(p))) {
+                return false;
+            }
+        }
+        if let Some(net) = &self.src {
+            if !local_ip.is_some_and(|ip| prefix_contains(net, ip)) {
+                return false;
+            }
+        }
+        if let Some(net) = &self.dst {
+            if !remote_ip.is_some_and(|ip| prefix_contains(net, ip)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether one holder passes the owner filters (pid, user, command).
+    pub fn matches_owner(&self, owner: &Owner, process: Option<&Process>) -> bool {
+        if let Some(pids) = &self.pids {
+            if pids.binary_search(&owner.pid).is_err() {
+                return false;
+            }
+        }
+        if let Some(uid) = self.uid {
+            if process.and_then(|p| p.uid) != Some(uid) {
+                return false;
+            }
+        }
+        if let Some(cmd) = &self.command {
+            match process.and_then(|p| p.command.as_ref()) {
+                Some(c) if cmd.matches(c.as_bytes()) => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Whether a process could hold a matching socket, judged before its fds are read
+    /// (lets the scan skip processes that fail `--pid`/`--user`/`--command`).
+    pub fn may_match_process(&self, process: &Process) -> bool {
+        self.matches_owner(
+            &Owner {
+                pid: process.pid,
+                fd: 0,
+            },
+            Some(process),
+        )
+    }
+}
+
+fn is_loopback(ip: Option<IpAddr>) -> bool {
+    match ip {
+        Some(IpAddr::V4(a)) => a.is_loopback(),
+        Some(IpAddr::V6(a)) => {
+            a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        None => false,
+    }
+}
+
+/// Prefix match that, as the kernel does, lets an IPv4 prefix match an IPv4-mapped IPv6 address.
+pub fn prefix_contains(net: &IpNet, ip: IpAddr) -> bool {
+    match (net, ip) {
+        (IpNet::V4(n), IpAddr::V6(a)) => a.to_ipv4_mapped().is_some_and(|v4| n.contains(&v4)),
+        (n, a) => n.contains(&a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_parse_lists_and_ranges() {
+        let p = PortSet::parse("22,80,8000-8100").unwrap();
+        assert_eq!(p.ranges(), &[(22, 22), (80, 80), (8000, 8100)]);
+        assert!(p.contains(8050) && !p.contains(8101) && !p.contains(23));
+    }
+
+    #[test]
+    fn ports_merge_overlaps() {
+        let p = PortSet::parse("10-20,15-30,31,5").unwrap();
+        assert_eq!(p.ranges(), &[(5, 5), (10, 31)]);
+    }
+
+    #[test]
+    fn ports_reject_bad_values_with_the_value_named() {
+        let e = PortSet::parse("22,65536").unwrap_err().to_string();
+        assert!(e.contains("'65536'") && e.contains("0-65535"), "{e}");
+        let e = PortSet::parse("90-80").unwrap_err().to_string();
+        assert!(e.contains("'90-80'") && e.contains("backwards"), "{e}");
+        let e = PortSet::parse("ssh").unwrap_err().to_string();
+        assert!(e.contains("'ssh'"), "{e}");
+        assert!(PortSet::parse("").is_err());
+        assert!(PortSet::parse("1-").is_err());
+    }
+
+    #[test]
+    fn protos_and_states_parse() {
+        assert_eq!(parse_protos("tcp,UDP").unwrap(), vec![Proto::Tcp, Proto::Udp]);
+        let e = parse_protos("tcp,icmp").unwrap_err().to_string();
+        assert!(e.contains("'icmp'") && e.contains("udplite"), "{e}");
+        assert_eq!(
+            parse_states("established,time-wait,LISTEN").unwrap(),
+            vec![State::Established, State::TimeWait, State::Listen]
+        );
+        assert!(parse_states("BOGUS")
+            .unwrap_err()
+            .to_string()
+            .contains("'BOGUS'"));
+    }
+
+    #[test]
+    fn pids_parse() {
+        assert_eq!(parse_pids("3,1,3").unwrap(), vec![1, 3]);
+        assert!(parse_pids("12a").unwrap_err().to_string().contains("'12a'"));
+        assert!(parse_pids("0").is_err());
+    }
+
+    #[test]
+    fn prefixes_parse_and_match_mapped() {
+        let n = parse_prefix("127.0.0.0/8").unwrap();
+        assert!(prefix_contains(&n, "127.1.2.3".parse().unwrap()));
+        assert!(prefix_contains(&n, "::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!prefix_contains(&n, "::1".parse().unwrap()));
+        assert_eq!(
+            parse_prefix("[::1]").unwrap(),
+            "::1/128".parse::<IpNet>().unwrap()
+        );
+        assert!(parse_prefix("10.0.0.300")
+            .unwrap_err()
+            .to_string()
+            .contains("'10.0.0.300'"));
+    }
+
+    #[test]
+    fn command_glob() {
+        let c = CommandMatch::parse("ngin*").unwrap();
+        assert!(c.matches(b"nginx") && !c.matches(b"apache"));
+        let c = CommandMatch::parse("sshd").unwrap();
+        assert!(c.matches(b"sshd") && !c.matches(b"sshd2"));
+    }
+
+    #[test]
+    fn kernel_state_masks() {
+        let mut q = Query::new();
+        assert_eq!(q.kernel_states(Proto::Tcp), u32::MAX);
+        q.listening = true;
+        assert_eq!(q.kernel_states(Proto::Tcp), 1 << 10);
+        assert_eq!(q.kernel_states(Proto::Udp), (1 << 10) | (1 << 7));
+        q.listening = false;
+        q.connected = true;
+        let m = q.kernel_states(Proto::Tcp);
+        assert!(m & (1 << 1) != 0 && m & (1 << 6) != 0 && m & (1 << 10) == 0 && m & (1 << 7) == 0);
+        q.connected = false;
+        q.states = Some(vec![State::TimeWait]);
+        assert_eq!(q.kernel_states(Proto::Tcp), 1 << 6);
+    }
+}

@@ -1,0 +1,143 @@
+//! Renderers: read a finished [`Snapshot`] and write it to any `io::Write`, as a table, JSON,
+//! CSV or a summary. Renderers do no I/O other than writing their output, and never consult the
+//! system: everything they show is in the snapshot.
+
+pub mod csv;
+pub mod json;
+pub mod sanitize;
+pub mod summary;
+pub mod table;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use crate::model::{Endpoint, Owner, Snapshot, Socket, UnixName};
+
+/// What the renderers show, from the command line.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// Print the header line (`-q`/`-H` turn it off).
+    pub header: bool,
+    /// STATE column (`-s`).
+    pub state: bool,
+    /// ID column: the socket inode (`-i`).
+    pub id: bool,
+    /// ARGS column / `args` in JSON (`-a`).
+    pub args: bool,
+    /// Never truncate columns (`-w`).
+    pub wide: bool,
+    /// Colour states and unknowns.
+    pub color: bool,
+    /// Details with every warning (`-v`).
+    pub verbose: bool,
+}
+
+impl Options {
+    /// Defaults for the listing: header on, nothing optional.
+    pub fn new() -> Options {
+        Options {
+            header: true,
+            ..Options::default()
+        }
+    }
+}
+
+/// One output row: a socket and one of its holders (`None`: no known holder, shown as `?`).
+pub fn rows(snap: &Snapshot) -> impl Iterator<Item = (&Socket, Option<&Owner>)> {
+    snap.sockets.iter().flat_map(|s| {
+        let n = s.owners.len();
+        (0..n.max(1)).map(move |i| (s, s.owners.get(i)))
+    })
+}
+
+/// Who holds each unix socket (first holder), for showing a peer as `[pid fd]`.
+pub(crate) fn unix_holders(snap: &Snapshot) -> HashMap<u64, Owner> {
+    snap.sockets
+        .iter()
+        .filter(|s| s.proto == crate::model::Proto::Unix)
+        .filter_map(|s| Some((s.id?, *s.owners.first()?)))
+        .collect()
+}
+
+/// Writes an IP endpoint as the table shows it: `127.0.0.1:22`, `[::1]:25`, `*:22` for the
+/// unspecified address, `*` for port 0.
+pub(crate) fn write_inet(out: &mut String, addr: &IpAddr, port: u16) {
+    if addr.is_unspecified() {
+        out.push('*');
+    } else {
+        match addr {
+            IpAddr::V4(a) => {
+                let _ = write!(out, "{a}");
+            }
+            IpAddr::V6(a) => {
+                let _ = write!(out, "[{a}]");
+            }
+        }
+    }
+    out.push(':');
+    if port == 0 {
+        out.push('*');
+    } else {
+        let _ = write!(out, "{port}");
+    }
+}
+
+/// Writes a unix name (path, or `@abstract`), sanitized for a terminal.
+pub(crate) fn write_unix_name(out: &mut String, name: &UnixName) {
+    if let UnixName::Abstract(_) = name {
+        out.push('@');
+    }
+    let raw = match name {
+        UnixName::Path(p) | UnixName::Abstract(p) => p,
+    };
+    out.push_str(&sanitize::for_terminal(raw.as_bytes()));
+}
+
+/// Writes an endpoint for the table or CSV. `remote` selects the "no remote end" spelling.
+pub(crate) fn write_endpoint(
+    out: &mut String,
+    ep: Option<&Endpoint>,
+    holders: &HashMap<u64, Owner>,
+) {
+    match ep {
+        None => out.push_str("*:*"),
+        Some(Endpoint::Inet { addr, port }) => write_inet(out, addr, *port),
+        Some(Endpoint::Unix(None)) => out.push('*'),
+        Some(Endpoint::Unix(Some(name))) => write_unix_name(out, name),
+        Some(Endpoint::UnixPeer {
+            name: Some(name), ..
+        }) => write_unix_name(out, name),
+        Some(Endpoint::UnixPeer { peer, name: None }) => match holders.get(peer) {
+            Some(o) => {
+                let _ = write!(out, "[{} {}]", o.pid, o.fd);
+            }
+            None => {
+                let _ = write!(out, "[inode {peer}]");
+            }
+        },
+        Some(Endpoint::Packet { protocol, ifindex }) => {
+            let _ = write!(out, "proto 0x{protocol:04x}");
+            if *ifindex != 0 {
+                let _ = write!(out, " if {ifindex}");
+            }
+        }
+    }
+}
+
+/// The name shown for a uid: the user name when resolved, else the number.
+pub(crate) fn user_label(snap: &Snapshot, uid: u32) -> String {
+    match snap.user_name(uid) {
+        Some(n) => sanitize::for_terminal(n.as_bytes()).into_owned(),
+        None => uid.to_string(),
+    }
+}
+
+/// The uid a row is attributed to: the holder's, or with no holder the socket's own.
+pub(crate) fn row_uid(snap: &Snapshot, s: &Socket, o: Option<&Owner>) -> Option<u32> {
+    match o {
+        Some(o) => snap.process(o.pid).and_then(|p| p.uid).or(s.uid),
+        None => s.uid,
+    }
+}

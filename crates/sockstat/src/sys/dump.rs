@@ -1,0 +1,638 @@
+//! Gathering the socket table: one sock_diag dump per (family, protocol), with the query's state
+//! mask and port/address filters pushed into the kernel request, and `/proc/net/*` text as the
+//! fallback for any family whose dump fails (or for all of them with `Source::Proc`).
+//!
+//! Produces model [`Socket`]s; owners are joined later by `sys::collect`.
+
+use std::net::IpAddr;
+
+use rustc_hash::FxHashSet;
+use sockstat_wire::bytecode::{self, Cond, Expr};
+use sockstat_wire::inet_diag::{self, InetDiagReq};
+use sockstat_wire::{packet_diag, proc_net, unix_diag};
+
+use crate::model::{
+    Endpoint, Family, OwnersStatus, Proto, RawString, SockType, Socket, State, Timer, UnixName,
+    Warning,
+};
+use crate::error::Error;
+use crate::query::{Query, Source};
+use crate::sys::netlink::{self, DumpError, Transport};
+
+const AF_INET: u8 = 2;
+const AF_INET6: u8 = 10;
+/// How many times a dump flagged `NLM_F_DUMP_INTR` (or failed with ENOBUFS) is repeated before
+/// its last result is kept with a warning.
+const DUMP_ATTEMPTS: usize = 3;
+
+/// The result of gathering: sockets (deduplicated by cookie) and what could not be seen.
+#[derive(Default)]
+pub struct Gathered {
+    /// Every socket that passed the kernel-side filters.
+    pub sockets: Vec<Socket>,
+    /// Problems met on the way.
+    pub warnings: Vec<Warning>,
+}
+
+/// One dump to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Inet(Proto, Family),
+    Unix,
+    Packet,
+}
+
+impl Target {
+    fn key(self) -> String {
+        match self {
+            Target::Inet(p, Family::Inet) => format!("{}4", p.name()),
+            Target::Inet(p, _) => format!("{}6", p.name()),
+            Target::Unix => "unix".into(),
+            Target::Packet => "packet".into(),
+        }
+    }
+}
+
+fn ipproto(p: Proto) -> u16 {
+    match p {
+        Proto::Tcp => inet_diag::IPPROTO_TCP,
+        Proto::Udp => inet_diag::IPPROTO_UDP,
+        Proto::Udplite => inet_diag::IPPROTO_UDPLITE,
+        Proto::Raw => inet_diag::IPPROTO_RAW,
+        Proto::Sctp => inet_diag::IPPROTO_SCTP,
+        Proto::Mptcp => inet_diag::IPPROTO_MPTCP,
+        Proto::Unix | Proto::Packet => 0,
+    }
+}
+
+/// The dumps a query needs, in output order.
+fn targets(q: &Query) -> Vec<Target> {
+    let mut out = Vec::new();
+    for proto in Proto::ALL {
+        if !q.wants_proto(proto) {
+            continue;
+        }
+        match proto {
+            Proto::Unix => {
+                if q.families.unix && !q.inet_only() {
+                    out.push(Target::Unix)
+                }
+            }
+            Proto::Packet => {
+                if !q.inet_only() {
+                    out.push(Target::Packet)
+                }
+            }
+            p => {
+                if q.families.inet {
+                    out.push(Target::Inet(p, Family::Inet));
+                }
+                if q.families.inet6 {
+                    out.push(Target::Inet(p, Family::Inet6));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The kernel filter program for the query's ports and prefixes, if any.
+fn filter_program(q: &Query) -> Option<Vec<u8>> {
+    let mut all = Vec::new();
+    if let Some(ports) = &q.ports {
+        let mut any = Vec::new();
+        for &(lo, hi) in ports.ranges() {
+            // GE/LE work on every kernel (EQ needs 4.16).
+            any.push(Expr::And(vec![
+                Expr::Cond(Cond::SrcPortGe(lo)),
+                Expr::Cond(Cond::SrcPortLe(hi)),
+            ]));
+            any.push(Expr::And(vec![
+                Expr::Cond(Cond::DstPortGe(lo)),
+                Expr::Cond(Cond::DstPortLe(hi)),
+            ]));
+        }
+        all.push(Expr::Or(any));
+    }
+    if let Some(net) = &q.src {
+        all.push(Expr::Cond(Cond::SrcPrefix {
+            addr: net.network(),
+            prefix_len: net.prefix_len(),
+        }));
+    }
+    if let Some(net) = &q.dst {
+        all.push(Expr::Cond(Cond::DstPrefix {
+            addr: net.network(),
+            prefix_len: net.prefix_len(),
+        }));
+    }
+    if all.is_empty() {
+        None
+    } else {
+        Some(bytecode::compile(&Expr::And(all)))
+    }
+}
+
+/// Gathers every socket the query selects. Fails only when netlink was forced
+/// (`Source::Netlink`) and a dump failed; otherwise failures fall back to /proc with a warning.
+pub fn gather(q: &Query, ext: u8) -> Result<Gathered, Error> {
+    let mut g = Gathered::default();
+    let mut seen: FxHashSet<u64> = FxHashSet::default();
+    let mut transport: Box<dyn Transport> = match &q.source {
+        Source::Replay(dir) => Box::new(netlink::Replay::new(dir)),
+        _ => match &q.record_netlink {
+            Some(dir) => match netlink::Recorder::new(netlink::Kernel::default(), dir) {
+                Ok(r) => Box::new(r),
+                Err(e) => {
+                    g.warnings.push(Warning {
+                        code: "record-failed",
+                        count: None,
+                        message: format!("cannot record netlink replies in {}: {e}", dir.display()),
+                        details: vec![],
+                    });
+                    Box::new(netlink::Kernel::default())
+                }
+            },
+            None => Box::new(netlink::Kernel::default()),
+        },
+    };
+    let program = filter_program(q);
+    let mut seq = 1u32;
+    for t in targets(q) {
+        let from_proc = q.source == Source::Proc;
+        if !from_proc {
+            seq += 1;
+            match dump_target(&mut *transport, q, t, ext, program.as_deref(), seq, &mut g, &mut seen) {
+                Ok(()) => continue,
+                Err(e) => {
+                    if q.source == Source::Netlink && !fallback_expected(t, &e) {
+                        return Err(Error::Dump {
+                            what: t.key(),
+                            message: e.to_string(),
+                        });
+                    }
+                    if !fallback_expected(t, &e) {
+                        g.warnings.push(Warning {
+                            code: "dump-failed",
+                            count: None,
+                            message: format!(
+                                "sock_diag dump of {} failed ({e}); read /proc/net instead (no cookies or TCP internals for these)",
+                                t.key()
+                            ),
+                            details: vec![],
+                        });
+                    }
+                }
+            }
+        }
+        from_proc_net(q, t, &mut g);
+    }
+    Ok(g)
+}
+
+/// A missing handler (ENOENT) for raw sockets is normal on kernels without CONFIG_INET_RAW_DIAG;
+/// for SCTP and MPTCP it means the protocol is not there, which `from_proc_net` reports.
+fn fallback_expected(t: Target, e: &DumpError) -> bool {
+    matches!(t, Target::Inet(Proto::Raw | Proto::Sctp | Proto::Mptcp, _))
+        && e.errno() == Some(libc::ENOENT)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dump_target(
+    transport: &mut dyn Transport,
+    q: &Query,
+    t: Target,
+    ext: u8,
+    program: Option<&[u8]>,
+    seq: u32,
+    g: &mut Gathered,
+    seen: &mut FxHashSet<u64>,
+) -> Result<(), DumpError> {
+    let key = t.key();
+    let mut use_program = program.is_some();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let request = match t {
+            Target::Inet(proto, family) => InetDiagReq {
+                family: if family == Family::Inet { AF_INET } else { AF_INET6 },
+                protocol: ipproto(proto),
+                ext,
+                raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
+                states: q.kernel_states(proto),
+                sport: 0,
+                dport: 0,
+                bytecode: if use_program { program.map(<[u8]>::to_vec) } else { None },
+            }
+            .encode(seq),
+            Target::Unix => unix_diag::UnixDiagReq {
+                states: q.kernel_states(Proto::Unix),
+                show: unix_diag::show::NAME
+                    | unix_diag::show::PEER
+                    | unix_diag::show::RQLEN
+                    | unix_diag::show::UID,
+            }
+            .encode(seq),
+            Target::Packet => packet_diag::PacketDiagReq {
+                show: packet_diag::show::INFO,
+            }
+            .encode(seq),
+        };
+        let start = g.sockets.len();
+        let mut dup = 0usize;
+        let result = netlink::dump(transport, &key, &request, |payload| {
+            let s = match t {
+                Target::Inet(proto, _) => socket_from_inet(&inet_diag::decode_msg(payload)?, proto),
+                Target::Unix => socket_from_unix(&unix_diag::decode_msg(payload)?),
+                Target::Packet => socket_from_packet(&packet_diag::decode_msg(payload)?),
+            };
+            if let Some(c) = s.cookie {
+                if !seen.insert(c) {
+                    dup += 1;
+                    return Ok(());
+                }
+            }
+            g.sockets.push(s);
+            Ok(())
+        });
+        match result {
+            Ok(stats) if stats.interrupted && attempt < DUMP_ATTEMPTS => {
+                drop_from(g, seen, start);
+                continue;
+            }
+            Ok(stats) => {
+                if stats.interrupted {
+                    g.warnings.push(Warning {
+                        code: "dump-inconsistent",
+                        count: None,
+                        message: format!(
+                            "the {key} table changed during every one of {DUMP_ATTEMPTS} dumps; the listing may miss or repeat sockets"
+                        ),
+                        details: vec![],
+                    });
+                }
+                return Ok(());
+            }
+            Err(DumpError::Kernel(libc::EINVAL)) if use_program => {
+                // An old kernel that rejects a filter op: filter in user space instead.
+                drop_from(g, seen, start);
+                use_program = false;
+            }
+            Err(e) if e.errno() == Some(libc::ENOBUFS) && attempt < DUMP_ATTEMPTS => {
+                drop_from(g, seen, start);
+            }
+            Err(e) => {
+                drop_from(g, seen, start);
+                return Err(e);
+            }
+        }
+    }
+}
+
+fn drop_from(g: &mut Gathered, seen: &mut FxHashSet<u64>, start: usize) {
+    for s in g.sockets.drain(start..) {
+        if let Some(c) = s.cookie {
+            seen.remove(&c);
+        }
+    }
+}
+
+fn family_of(af: u8) -> Family {
+    if af == AF_INET6 {
+        Family::Inet6
+    } else {
+        Family::Inet
+    }
+}
+
+fn inet_remote(addr: IpAddr, port: u16) -> Option<Endpoint> {
+    if port == 0 && addr.is_unspecified() {
+        None
+    } else {
+        Some(Endpoint::Inet { addr, port })
+    }
+}
+
+/// Builds a socket from an inet_diag record.
+pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> Socket {
+    let family = family_of(m.family);
+    let datagram = proto.is_datagram();
+    let state = State::from_kernel(m.state, datagram);
+    // TIME_WAIT and request minisocks carry uid 0 and inode 0 that mean "none"
+    // (tcp_twsk_diag_fill, tcp_req_diag_fill).
+    let minisock = m.inode == 0 && matches!(m.state, 6 | 12);
+    Socket {
+        id: (m.inode != 0).then_some(u64::from(m.inode)),
+        cookie: Some(m.cookie),
+        proto,
+        family,
+        sock_type: match proto {
+            Proto::Udp | Proto::Udplite => SockType::Dgram,
+            Proto::Raw => SockType::Raw,
+            Proto::Sctp => SockType::Seqpacket,
+            _ => SockType::Stream,
+        },
+        state,
+        local: Endpoint::Inet {
+            addr: m.src,
+            port: m.sport,
+        },
+        remote: inet_remote(m.dst, m.dport),
+        recv_q: m.rqueue,
+        send_q: m.wqueue,
+        uid: (!minisock).then_some(m.uid),
+        owners_status: OwnersStatus::None,
+        owners: Vec::new(),
+        timer: Some(Timer {
+            kind: m.timer,
+            expires_ms: m.expires_ms,
+            retrans: m.retrans,
+        }),
+        netns: None,
+    }
+}
+
+/// Builds a socket from a unix_diag record (the peer's name is filled in later).
+pub(crate) fn socket_from_unix(m: &unix_diag::UnixDiagMsg<'_>) -> Socket {
+    let state = State::from_kernel(m.state, true);
+    let (recv_q, send_q) = m.rqlen.unwrap_or((0, 0));
+    Socket {
+        id: (m.inode != 0).then_some(u64::from(m.inode)),
+        cookie: Some(m.cookie),
+        proto: Proto::Unix,
+        family: Family::Unix,
+        sock_type: SockType::from_kernel(m.sock_type).unwrap_or(SockType::Stream),
+        state,
+        local: Endpoint::Unix(m.name.and_then(UnixName::from_sun_path)),
+        remote: m.peer.filter(|&p| p != 0).map(|p| Endpoint::UnixPeer {
+            peer: u64::from(p),
+            name: None,
+        }),
+        recv_q,
+        send_q,
+        uid: m.uid,
+        owners_status: OwnersStatus::None,
+        owners: Vec::new(),
+        timer: None,
+        netns: None,
+    }
+}
+
+/// Builds a socket from a packet_diag record.
+pub(crate) fn socket_from_packet(m: &packet_diag::PacketDiagMsg) -> Socket {
+    Socket {
+        id: (m.inode != 0).then_some(u64::from(m.inode)),
+        cookie: Some(m.cookie),
+        proto: Proto::Packet,
+        family: Family::Packet,
+        sock_type: SockType::from_kernel(m.sock_type).unwrap_or(SockType::Raw),
+        state: State::Unconn,
+        local: Endpoint::Packet {
+            protocol: m.num,
+            ifindex: m.info.as_ref().map(|i| i.ifindex).unwrap_or(0),
+        },
+        remote: None,
+        recv_q: m.meminfo.map(|mi| mi.rmem_alloc).unwrap_or(0),
+        send_q: m.meminfo.map(|mi| mi.wmem_alloc).unwrap_or(0),
+        uid: m.uid,
+        owners_status: OwnersStatus::None,
+        owners: Vec::new(),
+        timer: None,
+        netns: None,
+    }
+}
+
+fn proc_file(t: Target) -> Vec<&'static str> {
+    match t {
+        Target::Inet(Proto::Tcp, Family::Inet) => vec!["tcp"],
+        Target::Inet(Proto::Tcp, _) => vec!["tcp6"],
+        Target::Inet(Proto::Udp, Family::Inet) => vec!["udp"],
+        Target::Inet(Proto::Udp, _) => vec!["udp6"],
+        Target::Inet(Proto::Udplite, Family::Inet) => vec!["udplite"],
+        Target::Inet(Proto::Udplite, _) => vec!["udplite6"],
+        Target::Inet(Proto::Raw, Family::Inet) => vec!["raw"],
+        Target::Inet(Proto::Raw, _) => vec!["raw6"],
+        Target::Unix => vec!["unix"],
+        Target::Packet => vec!["packet"],
+        _ => vec![],
+    }
+}
+
+/// Reads one family from `/proc/net` text and applies the filters the kernel would have applied.
+fn from_proc_net(q: &Query, t: Target, g: &mut Gathered) {
+    let files = proc_file(t);
+    if files.is_empty() {
+        // SCTP and MPTCP have no /proc/net table of this shape.
+        if let Target::Inet(proto, family) = t {
+            let explicit = q.protos.as_ref().is_some_and(|p| p.contains(&proto));
+            // Report once per protocol, on its IPv4 pass (or IPv6 when IPv4 is not asked for).
+            let first = family == Family::Inet || !q.families.inet;
+            if explicit && first {
+                g.warnings.push(Warning {
+                    code: "proto-unavailable",
+                    count: None,
+                    message: format!(
+                        "this kernel does not provide {} sockets to sock_diag (module not loaded or not built); none are listed",
+                        proto.name()
+                    ),
+                    details: vec![],
+                });
+            }
+        }
+        return;
+    }
+    let net = q.proc_root.join("net");
+    for name in files {
+        let path = net.join(name);
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The kernel lacks this protocol (no udplite, no IPv6): nothing to list.
+                continue;
+            }
+            Err(e) => {
+                g.warnings.push(Warning {
+                    code: "proc-net-unreadable",
+                    count: None,
+                    message: format!("cannot read {}: {e}; its sockets are not listed", path.display()),
+                    details: vec![],
+                });
+                continue;
+            }
+        };
+        let before = g.sockets.len();
+        let bad = match t {
+            Target::Inet(proto, family) => read_proc_inet(&text, proto, family, g),
+            Target::Unix => read_proc_unix(&text, g),
+            Target::Packet => read_proc_packet(&text, g),
+        };
+        if bad > 0 {
+            g.warnings.push(Warning {
+                code: "proc-net-malformed",
+                count: Some(bad as u64),
+                message: format!("{bad} lines of {} could not be parsed and were skipped", path.display()),
+                details: vec![],
+            });
+        }
+        // The kernel applied the state mask and the filter program; do it here too.
+        let kept: Vec<Socket> = g
+            .sockets
+            .drain(before..)
+            .filter(|s| {
+                let proto = s.proto;
+                s.state.kernel_mask() & q.kernel_states(proto) != 0 && q.matches_socket(s)
+            })
+            .collect();
+        g.sockets.extend(kept);
+    }
+}
+
+fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -> usize {
+    let text = String::from_utf8_lossy(text);
+    let clk_tck = rustix::param::clock_ticks_per_second().max(1);
+    let mut bad = 0;
+    for entry in proc_net::parse_inet_table(&text) {
+        let e = match entry {
+            Ok(e) => e,
+            Err(_) => {
+                bad += 1;
+                continue;
+            }
+        };
+        let state = State::from_kernel(e.state, proto.is_datagram());
+        let minisock = e.inode == 0 && matches!(e.state, 6 | 12);
+        g.sockets.push(Socket {
+            id: (e.inode != 0).then_some(e.inode),
+            cookie: None,
+            proto,
+            family,
+            sock_type: match proto {
+                Proto::Udp | Proto::Udplite => SockType::Dgram,
+                Proto::Raw => SockType::Raw,
+                _ => SockType::Stream,
+            },
+            state,
+            local: Endpoint::Inet {
+                addr: e.local.ip(),
+                port: e.local.port(),
+            },
+            remote: inet_remote(e.remote.ip(), e.remote.port()),
+            recv_q: e.rx_queue,
+            send_q: e.tx_queue,
+            uid: (!minisock).then_some(e.uid),
+            owners_status: OwnersStatus::None,
+            owners: Vec::new(),
+            timer: Some(Timer {
+                kind: e.timer,
+                // /proc/net/tcp prints jiffies_delta_to_clock_t(): USER_HZ ticks, not kernel jiffies.
+                expires_ms: (e.expires_jiffies.saturating_mul(1000) / clk_tck).min(u64::from(u32::MAX))
+                    as u32,
+                retrans: e.retrans.min(255) as u8,
+            }),
+            netns: None,
+        });
+    }
+    bad
+}
+
+/// `__SO_ACCEPTCON` in `/proc/net/unix` flags: a listening socket.
+const SO_ACCEPTCON: u32 = 0x10000;
+
+fn read_proc_unix(text: &[u8], g: &mut Gathered) -> usize {
+    let mut bad = 0;
+    for entry in proc_net::parse_unix_table(text) {
+        let e = match entry {
+            Ok(e) => e,
+            Err(_) => {
+                bad += 1;
+                continue;
+            }
+        };
+        // St column: SS_UNCONNECTED 1, SS_CONNECTING 2, SS_CONNECTED 3, SS_DISCONNECTING 4.
+        let state = if e.flags & SO_ACCEPTCON != 0 {
+            State::Listen
+        } else {
+            match e.state {
+                3 => State::Established,
+                2 => State::SynSent,
+                _ => State::Unconn,
+            }
+        };
+        let local = e.path.map(|p| match p.strip_prefix(b"@") {
+            Some(rest) => UnixName::Abstract(RawString::new(rest)),
+            None => UnixName::Path(RawString::new(p)),
+        });
+        g.sockets.push(Socket {
+            id: (e.inode != 0).then_some(e.inode),
+            cookie: None,
+            proto: Proto::Unix,
+            family: Family::Unix,
+            sock_type: SockType::from_kernel(e.sock_type as u8).unwrap_or(SockType::Stream),
+            state,
+            local: Endpoint::Unix(local),
+            remote: None,
+            recv_q: 0,
+            send_q: 0,
+            uid: None,
+            owners_status: OwnersStatus::None,
+            owners: Vec::new(),
+            timer: None,
+            netns: None,
+        });
+    }
+    bad
+}
+
+fn read_proc_packet(text: &[u8], g: &mut Gathered) -> usize {
+    let text = String::from_utf8_lossy(text);
+    let mut bad = 0;
+    for entry in proc_net::parse_packet_table(&text) {
+        let e = match entry {
+            Ok(e) => e,
+            Err(_) => {
+                bad += 1;
+                continue;
+            }
+        };
+        g.sockets.push(Socket {
+            id: (e.inode != 0).then_some(e.inode),
+            cookie: None,
+            proto: Proto::Packet,
+            family: Family::Packet,
+            sock_type: SockType::from_kernel(e.sock_type as u8).unwrap_or(SockType::Raw),
+            state: State::Unconn,
+            local: Endpoint::Packet {
+                protocol: e.proto,
+                ifindex: e.ifindex,
+            },
+            remote: None,
+            recv_q: e.rmem,
+            send_q: 0,
+            uid: Some(e.uid),
+            owners_status: OwnersStatus::None,
+            owners: Vec::new(),
+            timer: None,
+            netns: None,
+        });
+    }
+    bad
+}
+
+/// Fills each connected unix socket's peer name from the peer's own record.
+pub fn fill_unix_peer_names(sockets: &mut [Socket]) {
+    let mut names: Vec<(u64, UnixName)> = sockets
+        .iter()
+        .filter_map(|s| match (&s.local, s.id) {
+            (Endpoint::Unix(Some(n)), Some(id)) => Some((id, n.clone())),
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable_by_key(|(id, _)| *id);
+    for s in sockets.iter_mut() {
+        if let Some(Endpoint::UnixPeer { peer, name }) = &mut s.remote {
+            if let Ok(i) = names.binary_search_by_key(peer, |(id, _)| *id) {
+                *name = Some(names[i].1.clone());
+            }
+        }
+    }
+}

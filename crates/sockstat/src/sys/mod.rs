@@ -1,0 +1,197 @@
+//! Gathering from the running system (Linux): the sock_diag dumps and the /proc owner scan run
+//! concurrently, then are joined into a [`Snapshot`]. Nothing here renders.
+
+pub mod dump;
+pub mod netlink;
+pub mod owners;
+pub mod users;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::Error;
+use crate::model::{OwnersStatus, Snapshot, Socket, Warning};
+use crate::query::Query;
+
+/// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
+/// calling thread meanwhile (research/baseline.md: 2 scan threads + concurrent dump is the floor
+/// on 2 cores).
+fn scan_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(2, 4)
+}
+
+/// Runs a query against the running system.
+pub fn collect(q: &Query) -> Result<Snapshot, Error> {
+    collect_with_ext(q, 0)
+}
+
+/// Runs a query, asking the kernel for the inet_diag extensions in `ext` (`INET_DIAG_INFO`, ...).
+pub fn collect_with_ext(q: &Query, ext: u8) -> Result<Snapshot, Error> {
+    let (gathered, scan) = if q.owners {
+        std::thread::scope(|s| {
+            let scanner = s.spawn(|| owners::scan(&q.proc_root, q, scan_threads()));
+            let gathered = dump::gather(q, ext);
+            let scan = scanner
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(owners::ScanError {
+                        message: "the owner scan thread panicked".into(),
+                    })
+                });
+            (gathered, Some(scan))
+        })
+    } else {
+        (dump::gather(q, ext), None)
+    };
+    let mut gathered = gathered?;
+    let mut snap = Snapshot {
+        warnings: std::mem::take(&mut gathered.warnings),
+        ..Snapshot::default()
+    };
+    let mut sockets = gathered.sockets;
+    dump::fill_unix_peer_names(&mut sockets);
+
+    match scan {
+        None => {
+            for s in &mut sockets {
+                s.owners_status = OwnersStatus::NotRequested;
+            }
+        }
+        Some(Err(e)) => {
+            for s in &mut sockets {
+                s.owners_status = if s.id.is_some() {
+                    OwnersStatus::Hidden
+                } else {
+                    OwnersStatus::None
+                };
+            }
+            snap.warnings.push(Warning {
+                code: "owners-unavailable",
+                count: None,
+                message: format!("no process information: {}", e.message),
+                details: vec![],
+            });
+        }
+        Some(Ok(scan)) => {
+            join_owners(&mut sockets, &scan);
+            snap.processes = scan.processes;
+            let hidden = sockets
+                .iter()
+                .filter(|s| s.owners_status == OwnersStatus::Hidden)
+                .count();
+            if hidden > 0 {
+                snap.warnings.push(hidden_warning(hidden, &scan.unreadable));
+            }
+        }
+    }
+
+    apply_owner_filters(q, &mut sockets, &snap);
+    sort_sockets(&mut sockets);
+
+    let referenced: HashSet<u32> = sockets
+        .iter()
+        .flat_map(|s| s.owners.iter().map(|o| o.pid))
+        .collect();
+    snap.processes.retain(|pid, _| referenced.contains(pid));
+    if q.resolve_users {
+        let mut uids: HashSet<u32> = sockets.iter().filter_map(|s| s.uid).collect();
+        uids.extend(snap.processes.values().filter_map(|p| p.uid));
+        snap.users = uids
+            .into_iter()
+            .map(|uid| (uid, users::name_of(uid)))
+            .collect::<HashMap<_, _>>();
+    }
+    snap.sockets = sockets;
+    Ok(snap)
+}
+
+/// Attaches every holder to its socket and decides the owners status of the rest.
+fn join_owners(sockets: &mut [Socket], scan: &owners::Scan) {
+    let unreadable_uids: HashSet<Option<u32>> = scan.unreadable.iter().map(|(_, u)| *u).collect();
+    let h = &scan.holders;
+    for s in sockets.iter_mut() {
+        let Some(id) = s.id else {
+            s.owners_status = OwnersStatus::None;
+            continue;
+        };
+        let start = h.partition_point(|x| x.inode < id);
+        let end = start + h[start..].partition_point(|x| x.inode == id);
+        if end > start {
+            s.owners = h[start..end].iter().map(|x| x.owner).collect();
+            s.owners_status = OwnersStatus::Known;
+        } else if !unreadable_uids.is_empty()
+            && (unreadable_uids.contains(&None) || unreadable_uids.contains(&s.uid))
+        {
+            // A process we could not read runs as this socket's uid: it may well hold it.
+            s.owners_status = OwnersStatus::Hidden;
+        } else {
+            s.owners_status = OwnersStatus::None;
+        }
+    }
+}
+
+fn hidden_warning(hidden: usize, unreadable: &[(u32, Option<u32>)]) -> Warning {
+    let euid = rustix::process::geteuid();
+    let how = if euid.is_root() {
+        "even root may not read their /proc/PID/fd here (ptrace access denied: Yama, a \
+         security module or a user namespace boundary)"
+            .to_string()
+    } else {
+        format!(
+            "uid {} may not read their /proc/PID/fd; run as root, or give sockstat \
+             CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see README), to see their owners",
+            euid.as_raw()
+        )
+    };
+    Warning {
+        code: "owners-hidden",
+        count: Some(hidden as u64),
+        message: format!(
+            "{hidden} sockets may belong to {} processes whose owners are hidden: {how}",
+            unreadable.len()
+        ),
+        details: unreadable
+            .iter()
+            .map(|(pid, uid)| match uid {
+                Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
+                None => format!("pid {pid}: /proc/{pid}/fd not readable"),
+            })
+            .collect(),
+    }
+}
+
+/// `--pid`, `--user`, `--command`: keep the holders that match; drop sockets left with none,
+/// except that `--user` alone also keeps sockets with no known holder whose kernel uid matches.
+fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot) {
+    if !q.filters_owners() {
+        return;
+    }
+    let only_user = q.pids.is_none() && q.command.is_none();
+    sockets.retain_mut(|s| {
+        if s.owners.is_empty() {
+            return only_user && q.uid.is_some() && s.uid == q.uid;
+        }
+        s.owners
+            .retain(|o| q.matches_owner(o, snap.processes.get(&o.pid)));
+        !s.owners.is_empty()
+    });
+}
+
+/// Output order: protocol, family, local address and port, remote address and port, then the
+/// first holder's pid and fd, then identity (so the order is total and stable).
+pub fn sort_sockets(sockets: &mut [Socket]) {
+    sockets.sort_unstable_by(|a, b| {
+        (a.netns, a.proto, a.family, &a.local, &a.remote, a.owners.first(), a.id, a.cookie).cmp(&(
+            b.netns,
+            b.proto,
+            b.family,
+            &b.local,
+            &b.remote,
+            b.owners.first(),
+            b.id,
+            b.cookie,
+        ))
+    });
+}

@@ -1,0 +1,259 @@
+//! The sock_diag dump loop: send one request, read replies until `NLMSG_DONE`, hand every data
+//! message to a decoder. Owns the transport seam (live kernel, recording, replay) so tests drive
+//! the same loop with captured bytes.
+//!
+//! It must not decode socket records itself (that is `sockstat_wire`) nor build the model (that
+//! is `sys::dump`).
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::net::netlink::{SocketAddrNetlink, SOCK_DIAG};
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+use sockstat_wire::netlink::{classify, messages, Control};
+use sockstat_wire::DecodeError;
+
+/// Size of the receive buffer. The kernel sends at most one ~32 KiB skb per `recvmsg`
+/// (`netlink_dump` in `net/netlink/af_netlink.c`); 64 KiB leaves room and never truncates.
+const RECV_BUF: usize = 64 * 1024;
+
+/// How a dump failed.
+#[derive(Debug)]
+pub enum DumpError {
+    /// The socket could not be opened, or send/recv failed (errno inside).
+    Io(io::Error),
+    /// The kernel answered with an error: `NLMSG_ERROR`, or the errno inside `NLMSG_DONE`
+    /// (ENOENT there means "no handler for this protocol": the diag module is missing).
+    Kernel(i32),
+    /// A reply could not be decoded.
+    Decode(DecodeError),
+}
+
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DumpError::Io(e) => write!(f, "{e}"),
+            DumpError::Kernel(errno) => {
+                write!(f, "{}", io::Error::from_raw_os_error(*errno))
+            }
+            DumpError::Decode(e) => write!(f, "undecodable sock_diag reply: {e}"),
+        }
+    }
+}
+
+impl DumpError {
+    /// The errno, when the failure has one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            DumpError::Io(e) => e.raw_os_error(),
+            DumpError::Kernel(e) => Some(*e),
+            DumpError::Decode(_) => None,
+        }
+    }
+}
+
+/// What a completed dump looked like.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DumpStats {
+    /// Data messages handed to the decoder.
+    pub records: usize,
+    /// `recv` calls made.
+    pub recvs: usize,
+    /// The kernel flagged the dump as inconsistent (`NLM_F_DUMP_INTR`).
+    pub interrupted: bool,
+}
+
+/// One way of talking to sock_diag: the live kernel, or a replayed recording.
+pub trait Transport {
+    /// Starts a dump: sends `request` (a full netlink message). `key` names the dump
+    /// (`tcp4`, `unix`, ...) for recording and replay.
+    fn start(&mut self, key: &str, request: &[u8]) -> io::Result<()>;
+    /// Receives the next reply buffer into `buf`, returning its length.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+/// The live kernel: one fresh `NETLINK_SOCK_DIAG` socket per dump, so a failed or abandoned dump
+/// never leaves replies behind for the next one.
+#[derive(Default)]
+pub struct Kernel {
+    fd: Option<OwnedFd>,
+}
+
+impl Transport for Kernel {
+    fn start(&mut self, _key: &str, request: &[u8]) -> io::Result<()> {
+        let fd = rustix::net::socket_with(
+            AddressFamily::NETLINK,
+            SocketType::RAW,
+            SocketFlags::CLOEXEC,
+            Some(SOCK_DIAG),
+        )?;
+        rustix::net::sendto(
+            &fd,
+            request,
+            SendFlags::empty(),
+            &SocketAddrNetlink::new(0, 0),
+        )?;
+        self.fd = Some(fd);
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = self
+            .fd
+            .as_ref()
+            .ok_or_else(|| io::Error::other("recv before start"))?;
+        loop {
+            match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
+                Ok((n, _)) => return Ok(n),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+/// Wraps another transport and saves every reply buffer to `<dir>/<key>.nl` as a sequence of
+/// (u32 little-endian length, bytes) records.
+pub struct Recorder<T> {
+    inner: T,
+    dir: PathBuf,
+    file: Option<File>,
+}
+
+impl<T> Recorder<T> {
+    /// Records into `dir` (created if missing).
+    pub fn new(inner: T, dir: &Path) -> io::Result<Recorder<T>> {
+        std::fs::create_dir_all(dir)?;
+        Ok(Recorder {
+            inner,
+            dir: dir.to_path_buf(),
+            file: None,
+        })
+    }
+}
+
+impl<T: Transport> Transport for Recorder<T> {
+    fn start(&mut self, key: &str, request: &[u8]) -> io::Result<()> {
+        self.file = Some(File::create(self.dir.join(format!("{key}.nl")))?);
+        self.inner.start(key, request)
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.recv(buf)?;
+        if let Some(f) = self.file.as_mut() {
+            f.write_all(&(n as u32).to_le_bytes())?;
+            f.write_all(&buf[..n])?;
+        }
+        Ok(n)
+    }
+}
+
+/// Replays recordings made by [`Recorder`]. A dump that was not recorded fails with ENOENT, as
+/// a missing diag module would.
+pub struct Replay {
+    dir: PathBuf,
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl Replay {
+    /// Replays from `dir`.
+    pub fn new(dir: &Path) -> Replay {
+        Replay {
+            dir: dir.to_path_buf(),
+            data: Vec::new(),
+            pos: 0,
+        }
+    }
+}
+
+impl Transport for Replay {
+    fn start(&mut self, key: &str, _request: &[u8]) -> io::Result<()> {
+        let mut data = Vec::new();
+        match File::open(self.dir.join(format!("{key}.nl"))) {
+            Ok(mut f) => {
+                f.read_to_end(&mut data)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(io::Error::from_raw_os_error(libc::ENOENT))
+            }
+            Err(e) => return Err(e),
+        }
+        self.data = data;
+        self.pos = 0;
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let rest = &self.data[self.pos..];
+        if rest.len() < 4 {
+            // The recording ended without NLMSG_DONE: behave as a kernel that stopped talking.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "recording ends before NLMSG_DONE",
+            ));
+        }
+        let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let chunk = rest.get(4..4 + n).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "truncated recording")
+        })?;
+        let m = n.min(buf.len());
+        buf[..m].copy_from_slice(&chunk[..m]);
+        self.pos += 4 + n;
+        Ok(m)
+    }
+}
+
+/// Runs one dump to completion, calling `on_record` with the payload of every data message.
+///
+/// Honours the errno inside `NLMSG_DONE` (a parser that ignores it reports "0 sockets" when the
+/// protocol handler is missing), stops at `NLMSG_ERROR`, and reports `NLM_F_DUMP_INTR` so the
+/// caller can retry.
+pub fn dump(
+    transport: &mut dyn Transport,
+    key: &str,
+    request: &[u8],
+    mut on_record: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+) -> Result<DumpStats, DumpError> {
+    let seq = request
+        .get(8..12)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .unwrap_or(0);
+    transport.start(key, request).map_err(DumpError::Io)?;
+    let mut buf = vec![0u8; RECV_BUF];
+    let mut stats = DumpStats::default();
+    loop {
+        let n = transport.recv(&mut buf).map_err(DumpError::Io)?;
+        stats.recvs += 1;
+        if n == 0 {
+            return Err(DumpError::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "netlink socket closed before NLMSG_DONE",
+            )));
+        }
+        for msg in messages(&buf[..n]) {
+            let msg = msg.map_err(DumpError::Decode)?;
+            if msg.seq != seq {
+                // A reply to some other request (cannot happen on a fresh socket); ignore.
+                continue;
+            }
+            if msg.dump_interrupted() {
+                stats.interrupted = true;
+            }
+            match classify(&msg).map_err(DumpError::Decode)? {
+                Control::Data(payload) => {
+                    stats.records += 1;
+                    on_record(payload).map_err(DumpError::Decode)?;
+                }
+                Control::Done { errno: None } => return Ok(stats),
+                Control::Done { errno: Some(e) } => return Err(DumpError::Kernel(e)),
+                Control::Error { errno } if errno == 0 => {}
+                Control::Error { errno } => return Err(DumpError::Kernel(errno)),
+                Control::Overrun => return Err(DumpError::Kernel(libc::ENOBUFS)),
+                Control::Other(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The owner scan: one pass over `/proc/<pid>/fd`, building the list of (socket inode, pid, fd)
+//! for every socket fd of every visible process, plus the command name and uid of each process
+//! that holds at least one socket.
+//!
+//! Cost model (research/baseline.md): about 1 µs of `getdents64` and 2 µs of `readlinkat` per fd,
+//! so the scan makes exactly one syscall per fd: `readlinkat` relative to the `fd` directory's
+//! file descriptor, into a stack buffer, with no path strings and no `stat`. Processes are shared
+//! between threads through an atomic cursor, since fd counts vary wildly between processes.
+//!
+//! Every read about one process goes through a directory fd opened on `/proc/<pid>` once, so a
+//! pid reused by a new process mid-scan cannot mix two processes' data: a `/proc/<pid>` directory
+//! fd stays bound to the process it was opened for, and reads through it fail once that process
+//! is gone. The scan only reads; it never stops, traces or signals a process.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rustix::fs::{Mode, OFlags, RawDir};
+use rustix::io::Errno;
+use sockstat_wire::fd_link::socket_inode;
+
+use crate::model::{Owner, Process, RawString};
+use crate::query::Query;
+
+/// getdents64 buffer: large enough that a process with a few thousand fds needs few calls.
+const DIRENT_BUF: usize = 32 * 1024;
+/// Longest link target we care about: `socket:[18446744073709551615]` is 29 bytes; anything
+/// longer is not a socket (readlinkat truncates silently, and a truncated path never matches).
+const LINK_BUF: usize = 64;
+
+/// One socket fd found by the scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Holder {
+    /// Socket inode.
+    pub inode: u64,
+    /// Who holds it.
+    pub owner: Owner,
+}
+
+/// The result of a scan.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Every socket fd seen, sorted by inode, then pid, then fd.
+    pub holders: Vec<Holder>,
+    /// Processes that hold at least one socket.
+    pub processes: HashMap<u32, Process>,
+    /// Processes whose fds could not be read (permission), with their uid when known.
+    pub unreadable: Vec<(u32, Option<u32>)>,
+    /// Processes visited.
+    pub visited: usize,
+}
+
+/// Errors that stop the scan as a whole (per-process trouble never does).
+#[derive(Debug)]
+pub struct ScanError {
+    /// What failed.
+    pub message: String,
+}
+
+struct Worker<'a> {
+    proc_fd: &'a OwnedFd,
+    query: &'a Query,
+    dirent: Vec<MaybeUninit<u8>>,
+    holders: Vec<Holder>,
+    processes: Vec<Process>,
+    unreadable: Vec<(u32, Option<u32>)>,
+    visited: usize,
+}
+
+/// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads.
+pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, ScanError> {
+    let proc_fd = rustix::fs::open(
+        proc_root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| ScanError {
+        message: format!("cannot open {}: {e}", proc_root.display()),
+    })?;
+    let pids: Vec<u32> = match &query.pids {
+        Some(list) => list.clone(),
+        None => list_pids(&proc_fd).map_err(|e| ScanError {
+            message: format!("cannot list {}: {e}", proc_root.display()),
+        })?,
+    };
+    let cursor = AtomicUsize::new(0);
+    let threads = threads.clamp(1, 8).min(pids.len().max(1));
+    let workers: Vec<Worker<'_>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (proc_fd, pids, cursor) = (&proc_fd, &pids, &cursor);
+                scope.spawn(move || {
+                    let mut w = Worker {
+                        proc_fd,
+                        query,
+                        dirent: Vec::with_capacity(DIRENT_BUF),
+                        holders: Vec::new(),
+                        processes: Vec::new(),
+                        unreadable: Vec::new(),
+                        visited: 0,
+                    };
+                    w.dirent.resize(DIRENT_BUF, MaybeUninit::uninit());
+                    loop {
+                        let i = cursor.fetch_add(1, Ordering::Relaxed);
+                        let Some(&pid) = pids.get(i) else { break };
+                        w.visit(pid);
+                    }
+                    w
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .collect()
+    });
+    let total: usize = workers.iter().map(|w| w.holders.len()).sum();
+    let mut out = Scan {
+        holders: Vec::with_capacity(total),
+        ..Scan::default()
+    };
+    for w in workers {
+        out.holders.extend_from_slice(&w.holders);
+        out.unreadable.extend(w.unreadable);
+        out.visited += w.visited;
+        for p in w.processes {
+            out.processes.insert(p.pid, p);
+        }
+    }
+    out.holders.sort_unstable();
+    out.unreadable.sort_unstable();
+    Ok(out)
+}
+
+/// The numeric entries of /proc: only those are processes (`self`, `thread-self` and the rest
+/// are not).
+fn list_pids(proc_fd: &OwnedFd) -> rustix::io::Result<Vec<u32>> {
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); DIRENT_BUF];
+    let mut dir = RawDir::new(proc_fd, &mut buf);
+    let mut pids = Vec::with_capacity(1024);
+    while let Some(entry) = dir.next() {
+        let entry = entry?;
+        if let Some(pid) = parse_decimal(entry.file_name().to_bytes()) {
+            if pid > 0 && pid <= u64::from(u32::MAX) {
+                pids.push(pid as u32);
+            }
+        }
+    }
+    Ok(pids)
+}
+
+/// A non-empty all-digit name, as a number.
+fn parse_decimal(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 19 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(c - b'0');
+    }
+    Some(n)
+}
+
+impl Worker<'_> {
+    fn visit(&mut self, pid: u32) {
+        self.visited += 1;
+        let name = itoa_pid(pid);
+        let pdir = match rustix::fs::openat(
+            self.proc_fd,
+            name.as_c_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            // Gone since the listing, or hidden by hidepid: nothing to say about it.
+            Err(_) => return,
+        };
+        let mut process = Process {
+            pid,
+            ..Process::default()
+        };
+        // Skipping a process is only safe when its sockets would be dropped anyway: with --pid or
+        // --command a socket needs a matching holder. With --user alone, a socket held only by
+        // other users' processes must still be seen as owned (not fall back to its kernel uid).
+        let prefilter = self.query.pids.is_some() || self.query.command.is_some();
+        if prefilter {
+            // Read what the filters need before paying for the fd walk.
+            read_identity(&pdir, &mut process);
+            if !self.query.may_match_process(&process) {
+                return;
+            }
+        }
+        let fd_dir = match rustix::fs::openat(
+            &pdir,
+            c"fd",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::ACCESS | Errno::PERM) => {
+                let uid = rustix::fs::fstat(&pdir).ok().map(|st| st.st_uid);
+                self.unreadable.push((pid, uid));
+                return;
+            }
+            Err(_) => return,
+        };
+        let before = self.holders.len();
+        let denied = walk_fds(&fd_dir, pid, &mut self.dirent, &mut self.holders);
+        if denied {
+            let uid = rustix::fs::fstat(&pdir).ok().map(|st| st.st_uid);
+            self.unreadable.push((pid, uid));
+        }
+        if self.holders.len() > before {
+            if !prefilter {
+                read_identity(&pdir, &mut process);
+            }
+            if self.query.args {
+                process.args = read_args(&pdir);
+            }
+            self.processes.push(process);
+        }
+    }
+}
+
+/// Walks one `/proc/<pid>/fd` directory; returns true when links could not be read for lack of
+/// permission.
+fn walk_fds(
+    fd_dir: &OwnedFd,
+    pid: u32,
+    dirent: &mut [MaybeUninit<u8>],
+    out: &mut Vec<Holder>,
+) -> bool {
+    let mut dir = RawDir::new(fd_dir, dirent);
+    let mut link = [0u8; LINK_BUF];
+    while let Some(entry) = dir.next() {
+        let entry = match entry {
+            Ok(e) => e,
+            // The process exited while we listed its fds: what was read stays valid.
+            Err(Errno::ACCESS | Errno::PERM) => return true,
+            Err(_) => return false,
+        };
+        let name = entry.file_name();
+        let Some(fd) = parse_decimal(name.to_bytes()) else {
+            continue; // "." and ".."
+        };
+        match rustix::fs::readlinkat_raw(fd_dir.as_fd(), name, &mut link[..]) {
+            Ok(n) => {
+                if let Some(inode) = socket_inode(&link[..n.min(LINK_BUF)]) {
+                    out.push(Holder {
+                        inode,
+                        owner: Owner {
+                            pid,
+                            fd: fd as u32,
+                        },
+                    });
+                }
+            }
+            Err(Errno::ACCESS | Errno::PERM) => return true,
+            // ENOENT: the fd was closed between getdents and readlink; normal.
+            Err(_) => {}
+        }
+    }
+    false
+}
+
+/// Reads `comm` and the effective uid through the process directory fd.
+fn read_identity(pdir: &OwnedFd, p: &mut Process) {
+    let mut buf = [0u8; 64];
+    if let Some(n) = read_at(pdir, c"comm", &mut buf) {
+        let comm = buf[..n].strip_suffix(b"\n").unwrap_or(&buf[..n]);
+        p.command = Some(RawString::new(comm));
+    }
+    let mut status = [0u8; 4096];
+    if let Some(n) = read_at(pdir, c"status", &mut status) {
+        p.uid = effective_uid(&status[..n]);
+    }
+}
+
+/// Reads `cmdline` (NUL-separated arguments). Kernel threads have none.
+fn read_args(pdir: &OwnedFd) -> Option<Vec<RawString>> {
+    let mut buf = vec![0u8; 8192];
+    let n = read_at(pdir, c"cmdline", &mut buf)?;
+    let data = buf[..n].strip_suffix(b"\0").unwrap_or(&buf[..n]);
+    if data.is_empty() {
+        return Some(Vec::new());
+    }
+    Some(data.split(|&b| b == 0).map(RawString::new).collect())
+}
+
+/// One `openat` + `read` (+ close) relative to a directory fd; `None` on any failure.
+fn read_at(dir: &OwnedFd, name: &CStr, buf: &mut [u8]) -> Option<usize> {
+    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match rustix::io::read(&fd, &mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+    }
+    Some(filled)
+}
+
+/// The effective uid from `/proc/<pid>/status` (`Uid:\treal\teffective\tsaved\tfs`).
+pub(crate) fn effective_uid(status: &[u8]) -> Option<u32> {
+    let line = status
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"Uid:"))?;
+    let mut fields = line[4..]
+        .split(|&b| b == b'\t' || b == b' ')
+        .filter(|f| !f.is_empty());
+    let _real = fields.next()?;
+    let eff = fields.next()?;
+    parse_decimal(eff).and_then(|n| u32::try_from(n).ok())
+}
+
+/// The decimal name of a pid as a C string, without allocating per call beyond the CString.
+fn itoa_pid(pid: u32) -> std::ffi::CString {
+    // A decimal string never contains NUL.
+    std::ffi::CString::new(pid.to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effective_uid_is_the_second_field() {
+        let s = b"Name:\tx\nUid:\t1000\t0\t0\t0\nGid:\t1\t1\t1\t1\n";
+        assert_eq!(effective_uid(s), Some(0));
+        assert_eq!(effective_uid(b"Name:\tx\n"), None);
+        assert_eq!(effective_uid(b"Uid:\t5\n"), None);
+    }
+
+    #[test]
+    fn decimal_names_only() {
+        assert_eq!(parse_decimal(b"123"), Some(123));
+        assert_eq!(parse_decimal(b"self"), None);
+        assert_eq!(parse_decimal(b""), None);
+        assert_eq!(parse_decimal(b"12a"), None);
+        assert_eq!(parse_decimal(b"99999999999999999999"), None);
+    }
+}

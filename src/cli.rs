@@ -1,0 +1,163 @@
+//! The command line, defined once: `--help`, the man page and the completions are generated from
+//! these definitions.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
+use sockstat::query::{parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch};
+use sockstat::{PortSet, Proto, State};
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorWhen {
+    /// Only when standard output is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Where the socket table comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SourceArg {
+    /// sock_diag netlink, falling back to /proc/net text for any family whose dump fails.
+    #[default]
+    Auto,
+    /// sock_diag only; a failed dump is an error.
+    Netlink,
+    /// /proc/net text only (no socket cookies).
+    Proc,
+}
+
+const AFTER_HELP: &str = "\
+Filters combine with AND. Without -4, -6 or -u all three families are listed; without -c or -l
+(or with both) every state is. A socket held by several processes gets one row per (process, fd);
+a socket no process holds (TIME_WAIT, orphans) gets one row with '?' in the process columns.
+
+Examples:
+  sockstat -l -p 8080          what is listening on 8080, and which process
+  sockstat -c -p 5432 -s       who is connected to the database
+  sockstat -4 -6 --json        every Internet socket as JSON
+  sockstat --summary           counts by protocol, family and state
+
+Exit status: 0 success (also when nothing matched), 2 bad usage or an error that stopped the work.";
+
+/// sockstat: which process holds which socket (Linux).
+#[derive(Debug, Parser)]
+#[command(
+    name = "sockstat",
+    version,
+    about = "List sockets with the processes that hold them (Linux)",
+    long_about = "List open sockets with the user, command, pid and fd of every process that holds \
+                  them, from the kernel's sock_diag interface and one pass over /proc.",
+    after_help = AFTER_HELP,
+    disable_help_flag = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Show IPv4 sockets.
+    #[arg(short = '4', help_heading = "Filters")]
+    pub inet: bool,
+    /// Show IPv6 sockets.
+    #[arg(short = '6', help_heading = "Filters")]
+    pub inet6: bool,
+    /// Show Unix domain sockets.
+    #[arg(short = 'u', help_heading = "Filters")]
+    pub unix: bool,
+    /// Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT,
+    /// connected datagram and unix sockets).
+    #[arg(short = 'c', help_heading = "Filters")]
+    pub connected: bool,
+    /// Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners).
+    #[arg(short = 'l', help_heading = "Filters")]
+    pub listening: bool,
+    /// Hide Internet sockets whose local or remote address is loopback (127/8, ::1).
+    #[arg(short = 'L', help_heading = "Filters")]
+    pub no_loopback: bool,
+    /// Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100).
+    #[arg(short = 'p', value_name = "PORTS", value_parser = PortSet::parse, help_heading = "Filters")]
+    pub ports: Option<PortSet>,
+    /// Only sockets whose local address is ADDR or in ADDR/LEN.
+    #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
+    pub src: Option<ipnet::IpNet>,
+    /// Only sockets whose remote address is ADDR or in ADDR/LEN.
+    #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
+    pub dst: Option<ipnet::IpNet>,
+    /// Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default:
+    /// all the kernel has except packet.
+    #[arg(short = 'P', value_name = "PROTOS", value_parser = parse_protos, help_heading = "Filters")]
+    pub protos: Option<Vec<Proto>>,
+    /// Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT
+    /// CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated).
+    #[arg(long = "state", value_name = "STATES", value_parser = parse_states, help_heading = "Filters")]
+    pub states: Option<Vec<State>>,
+    /// Only sockets held by these processes (comma-separated pids).
+    #[arg(long = "pid", value_name = "PIDS", value_parser = parse_pids, help_heading = "Filters")]
+    pub pids: Option<Vec<u32>>,
+    /// Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose
+    /// kernel uid is USER.
+    #[arg(long, value_name = "USER", help_heading = "Filters")]
+    pub user: Option<String>,
+    /// Only sockets whose holder's command name is NAME (a glob when it has * or ?).
+    #[arg(long, value_name = "NAME", value_parser = CommandMatch::parse, help_heading = "Filters")]
+    pub command: Option<CommandMatch>,
+
+    /// Show the STATE column.
+    #[arg(short = 's', help_heading = "Output")]
+    pub state: bool,
+    /// Show numeric uids (no user name lookup).
+    #[arg(short = 'n', help_heading = "Output")]
+    pub numeric: bool,
+    /// Do not print the header line.
+    #[arg(short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// Do not print the header line (illumos spelling of -q).
+    #[arg(short = 'H', help_heading = "Output")]
+    pub no_header: bool,
+    /// Never truncate columns.
+    #[arg(short = 'w', help_heading = "Output")]
+    pub wide: bool,
+    /// Show process arguments (ARGS column; "args" in JSON).
+    #[arg(short = 'a', help_heading = "Output")]
+    pub args: bool,
+    /// Show the socket id (inode) in an ID column.
+    #[arg(short = 'i', help_heading = "Output")]
+    pub id: bool,
+    /// Print details with every warning.
+    #[arg(short = 'v', help_heading = "Output")]
+    pub verbose: bool,
+    /// Counts by protocol, family and state instead of rows.
+    #[arg(long, help_heading = "Output")]
+    pub summary: bool,
+    /// One JSON document (schema version 1; see doc/json-schema.md).
+    #[arg(long, conflicts_with = "csv", help_heading = "Output")]
+    pub json: bool,
+    /// CSV with a header row.
+    #[arg(long, help_heading = "Output")]
+    pub csv: bool,
+    /// When to use colour.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, help_heading = "Output")]
+    pub color: ColorWhen,
+
+    /// Skip the /proc owner scan (fastest; process columns show '?').
+    #[arg(long, help_heading = "Data sources")]
+    pub no_owners: bool,
+    /// Where the socket table comes from.
+    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = SourceArg::Auto, help_heading = "Data sources")]
+    pub source: SourceArg,
+    /// Read processes from this directory instead of /proc (testing, post-mortem trees).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub proc_root: Option<PathBuf>,
+    /// Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub record_netlink: Option<PathBuf>,
+    /// Replay sock_diag replies saved with --record-netlink instead of asking the kernel.
+    #[arg(long, value_name = "DIR", hide = true, conflicts_with = "record_netlink")]
+    pub replay_netlink: Option<PathBuf>,
+
+    /// Print help.
+    #[arg(short = 'h', long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
