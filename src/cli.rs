@@ -31,6 +31,22 @@ pub enum SourceArg {
     Proc,
 }
 
+/// A comma-separated list parsed as one value (clap reads `Vec` as "many values").
+#[derive(Debug, Clone, PartialEq)]
+pub struct List<T>(pub Vec<T>);
+
+fn protos(s: &str) -> Result<List<Proto>, sockstat::FilterError> {
+    parse_protos(s).map(List)
+}
+
+fn states(s: &str) -> Result<List<State>, sockstat::FilterError> {
+    parse_states(s).map(List)
+}
+
+fn pids(s: &str) -> Result<List<u32>, sockstat::FilterError> {
+    parse_pids(s).map(List)
+}
+
 const AFTER_HELP: &str = "\
 Filters combine with AND. Without -4, -6 or -u all three families are listed; without -c or -l
 (or with both) every state is. A socket held by several processes gets one row per (process, fd);
@@ -87,15 +103,15 @@ pub struct Cli {
     pub dst: Option<ipnet::IpNet>,
     /// Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default:
     /// all the kernel has except packet.
-    #[arg(short = 'P', value_name = "PROTOS", value_parser = parse_protos, help_heading = "Filters")]
-    pub protos: Option<Vec<Proto>>,
+    #[arg(short = 'P', value_name = "PROTOS", value_parser = protos, help_heading = "Filters")]
+    pub protos: Option<List<Proto>>,
     /// Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT
     /// CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated).
-    #[arg(long = "state", value_name = "STATES", value_parser = parse_states, help_heading = "Filters")]
-    pub states: Option<Vec<State>>,
+    #[arg(long = "state", value_name = "STATES", value_parser = states, help_heading = "Filters")]
+    pub states: Option<List<State>>,
     /// Only sockets held by these processes (comma-separated pids).
-    #[arg(long = "pid", value_name = "PIDS", value_parser = parse_pids, help_heading = "Filters")]
-    pub pids: Option<Vec<u32>>,
+    #[arg(long = "pid", value_name = "PIDS", value_parser = pids, help_heading = "Filters")]
+    pub pids: Option<List<u32>>,
     /// Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose
     /// kernel uid is USER.
     #[arg(long, value_name = "USER", help_heading = "Filters")]

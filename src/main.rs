@@ -66,15 +66,15 @@ fn build_query(cli: &Cli) -> anyhow::Result<Query> {
         q.families.inet6 = cli.inet6;
         q.families.unix = cli.unix;
     }
-    q.protos = cli.protos.clone();
+    q.protos = cli.protos.clone().map(|l| l.0);
     q.connected = cli.connected;
     q.listening = cli.listening;
     q.no_loopback = cli.no_loopback;
     q.ports = cli.ports.clone();
     q.src = cli.src;
     q.dst = cli.dst;
-    q.states = cli.states.clone();
-    q.pids = cli.pids.clone();
+    q.states = cli.states.clone().map(|l| l.0);
+    q.pids = cli.pids.clone().map(|l| l.0);
     q.uid = match &cli.user {
         Some(u) => Some(sockstat::resolve_user(u)?),
         None => None,
