@@ -173,6 +173,10 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", hide = true, conflicts_with = "record_netlink")]
     pub replay_netlink: Option<PathBuf>,
 
+    /// Print the man page or a shell completion script, generated from these flag definitions.
+    #[arg(long, value_enum, value_name = "WHAT", hide = true)]
+    pub generate: Option<crate::generate::Generate>,
+
     /// Print help.
     #[arg(short = 'h', long, action = ArgAction::Help)]
     pub help: Option<bool>,

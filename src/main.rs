@@ -3,6 +3,7 @@
 //! pipe ends quietly with status 0.
 
 mod cli;
+mod generate;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -112,6 +113,13 @@ fn use_color(when: ColorWhen) -> bool {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
+    if let Some(what) = cli.generate {
+        let stdout = io::stdout();
+        let mut out = io::BufWriter::new(stdout.lock());
+        generate::write(what, &mut out)?;
+        out.flush()?;
+        return Ok(());
+    }
     let query = build_query(cli)?;
     let snap = sockstat::collect(&query)?;
     let opts = {

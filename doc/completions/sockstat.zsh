@@ -1,0 +1,74 @@
+#compdef sockstat
+
+autoload -U is-at-least
+
+_sockstat() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default\: all the kernel has except packet]:PROTOS:_default' \
+'--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
+'--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
+'--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
+'--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
+'--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
+always\:"Always"
+never\:"Never"))' \
+'--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
+netlink\:"sock_diag only; a failed dump is an error"
+proc\:"/proc/net text only (no socket cookies)"))' \
+'--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
+'--record-netlink=[Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)]:DIR:_files' \
+'(--record-netlink)--replay-netlink=[Replay sock_diag replies saved with --record-netlink instead of asking the kernel]:DIR:_files' \
+'--generate=[Print the man page or a shell completion script, generated from these flag definitions]:WHAT:((man\:"The man page (roff)"
+bash\:"Bash completion"
+zsh\:"Zsh completion"
+fish\:"Fish completion"))' \
+'-4[Show IPv4 sockets]' \
+'-6[Show IPv6 sockets]' \
+'-u[Show Unix domain sockets]' \
+'-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
+'-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-s[Show the STATE column]' \
+'-n[Show numeric uids (no user name lookup)]' \
+'-q[Do not print the header line]' \
+'-H[Do not print the header line (illumos spelling of -q)]' \
+'-w[Never truncate columns]' \
+'-a[Show process arguments (ARGS column; "args" in JSON)]' \
+'-i[Show the socket id (inode) in an ID column]' \
+'-v[Print details with every warning]' \
+'--summary[Counts by protocol, family and state instead of rows]' \
+'(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
+'--csv[CSV with a header row]' \
+'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+&& ret=0
+}
+
+(( $+functions[_sockstat_commands] )) ||
+_sockstat_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_sockstat" ]; then
+    _sockstat "$@"
+else
+    compdef _sockstat sockstat
+fi

@@ -1,0 +1,203 @@
+//! Generated documentation: the man page and shell completions, built from the same flag
+//! definitions as `--help` (`sockstat --generate man|bash|zsh|fish`). The checked-in copies under
+//! `doc/` are compared with these by the test suite, so they cannot drift from the flags.
+
+use std::io::{self, Write};
+
+use clap::CommandFactory;
+use clap_mangen::roff::{bold, italic, roman, Roff};
+
+use crate::cli::Cli;
+
+/// What `--generate` can produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generate {
+    /// The man page (roff).
+    Man,
+    /// Bash completion.
+    Bash,
+    /// Zsh completion.
+    Zsh,
+    /// Fish completion.
+    Fish,
+}
+
+/// Writes the requested document.
+pub fn write(what: Generate, out: &mut dyn Write) -> io::Result<()> {
+    let mut cmd = Cli::command();
+    match what {
+        Generate::Man => man(cmd, out),
+        Generate::Bash => {
+            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "sockstat", out);
+            Ok(())
+        }
+        Generate::Zsh => {
+            clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, "sockstat", out);
+            Ok(())
+        }
+        Generate::Fish => {
+            clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, "sockstat", out);
+            Ok(())
+        }
+    }
+}
+
+fn section(roff: &mut Roff, title: &str, paragraphs: &[&str]) {
+    roff.control("SH", [title]);
+    for (i, p) in paragraphs.iter().enumerate() {
+        if i > 0 {
+            roff.control("PP", []);
+        }
+        roff.text([roman(*p)]);
+    }
+}
+
+fn tagged(roff: &mut Roff, items: &[(&str, &str)]) {
+    for (tag, text) in items {
+        roff.control("TP", []);
+        roff.text([bold(*tag)]);
+        roff.text([roman(*text)]);
+    }
+}
+
+fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
+    let man = clap_mangen::Man::new(cmd).date("").source("sockstat");
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+
+    let mut r = Roff::new();
+    r.control("SH", ["COLUMNS"]);
+    r.text([roman(
+        "One row per (socket, process, file descriptor): a socket shared after fork(2) or passed over a \
+         unix socket is listed once for every holder. Rows are sorted by protocol, local address and port, \
+         remote address and port, then pid and fd.",
+    )]);
+    tagged(
+        &mut r,
+        &[
+            ("USER", "The user the holding process runs as; for a socket no process holds, the socket's own uid as the kernel reports it (TIME_WAIT sockets have none)."),
+            ("COMMAND", "The holder's command name (/proc/PID/comm), with control and bidirectional characters escaped (\\x1b, \\u{202e}, \\\\ for a backslash)."),
+            ("PID, FD", "The holding process and its file descriptor number."),
+            ("PROTO", "tcp4, tcp6, udp4, udp6, udplite4, raw4, mptcp4, ... for Internet sockets; stream, dgram, seqpac for unix sockets; packet, pkt_dg for AF_PACKET."),
+            ("LOCAL ADDRESS", "address:port, IPv6 in brackets ([::1]:25), * for the unspecified address or port; a unix socket's path, @name for an abstract name, * when unnamed."),
+            ("FOREIGN ADDRESS", "The remote end; *:* when there is none. For a connected unix socket: the peer's path when it is bound, else [pid fd] of the peer's holder, else [inode N]."),
+            ("STATE (-s)", "The kernel state: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING, and UNCONN for unconnected datagram and unix sockets."),
+            ("ID (-i)", "The socket inode (the N of socket:[N] in /proc/PID/fd); - for TIME_WAIT and request sockets."),
+            ("ARGS (-a)", "The holder's arguments (/proc/PID/cmdline), escaped like COMMAND."),
+        ],
+    );
+    section(
+        &mut r,
+        "WHAT ? MEANS",
+        &["A ? in COMMAND, PID and FD means no holder is known. Either no process holds the socket \
+           (TIME_WAIT, orphaned and kernel sockets; JSON owners_status \"none\"), or its holder is a \
+           process these privileges cannot inspect (owners_status \"hidden\"): then one warning on \
+           standard error says how many sockets are affected and how to see them (run as root, or \
+           give the binary CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH). With --no-owners no process is \
+           looked at (owners_status \"not_requested\")."],
+    );
+    section(
+        &mut r,
+        "JSON OUTPUT",
+        &[
+            "--json prints one document, schema version 1: {\"version\":1,\"sockets\":[...],\"warnings\":[...]}, \
+             one socket per line, in table order. Each socket has id (inode, null for TIME_WAIT), cookie \
+             (kernel socket cookie as a decimal string, null from the /proc fallback), proto, family, type, \
+             state, local and remote ({\"address\",\"port\"}; unix {\"path\"} or {} and remote {\"peer\",\"path\"}; \
+             null when there is no remote end), recv_q and send_q (bytes; for LISTEN the accept queue and \
+             the backlog), uid and user (the socket's kernel uid), owners_status (known, none, hidden, \
+             not_requested) and owners (every pid, fd, command, uid, user; args with -a).",
+            "Text from other processes is kept exact: a value that is not valid UTF-8 is printed with U+FFFD \
+             in place of bad bytes and a sibling field (command_hex, path_hex, args_hex) holds the exact bytes \
+             in hex. A value the kernel does not provide is absent or null, never 0. Fields may be added in \
+             version 1; renaming or removing one makes a new version. The full schema is doc/json-schema.md \
+             and doc/sockstat.schema.json in the source.",
+        ],
+    );
+    section(
+        &mut r,
+        "DATA SOURCES",
+        &[
+            "Sockets come from the kernel's sock_diag netlink interface, one dump per family and protocol, \
+             with state, port and address filters applied in the kernel. Any family whose dump fails is read \
+             from /proc/net text instead (raw sockets always are on kernels without the raw diag module); \
+             --source proc forces the text path. Owners come from one pass over /proc/PID/fd, run \
+             concurrently with the dumps.",
+            "sockstat only reads. It never stops, traces or signals the processes it inspects.",
+        ],
+    );
+    section(
+        &mut r,
+        "EXIT STATUS",
+        &["0 on success, also when nothing matched and when warnings were printed; 2 for bad usage \
+           (an unknown protocol, a port over 65535, a backwards range, an unknown user, a malformed \
+           address or pid, an unknown flag: one line naming the bad value) or an error that stopped \
+           the work. A closed output pipe ends quietly with 0."],
+    );
+    r.control("SH", ["EXAMPLES"]);
+    for (cmd, what) in [
+        ("sockstat -l -p 8080", "What is listening on 8080, and which process?"),
+        ("sockstat -c -p 5432 -s", "Who is connected to the database?"),
+        ("sockstat -4 -6", "Every TCP, UDP and raw socket, IPv4 and IPv6."),
+        ("sockstat -l -a", "Listening sockets with the arguments of their processes."),
+        ("sockstat -u --command 'ngin*'", "Unix sockets held by nginx processes."),
+        ("sockstat --summary", "Counts by protocol, family and state."),
+        ("sockstat -H | wc -l", "Rows (one per holder): use --summary to count sockets."),
+    ] {
+        r.control("TP", []);
+        r.text([bold(cmd)]);
+        r.text([roman(what)]);
+    }
+    r.control("SH", ["SEE ALSO"]);
+    r.text([italic("ss"), roman("(8), "), italic("netstat"), roman("(8), "), italic("lsof"), roman("(8), FreeBSD "), italic("sockstat"), roman("(1)")]);
+    out.write_all(r.render().as_bytes())?;
+    man.render_version_section(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checked-in man page and completions must be what the flags generate today.
+    /// Regenerate with: `for w in man bash zsh fish; do ...` (see README, "Documentation").
+    #[test]
+    fn checked_in_docs_match_the_flags() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for (what, path) in [
+            (Generate::Man, "doc/sockstat.1"),
+            (Generate::Bash, "doc/completions/sockstat.bash"),
+            (Generate::Zsh, "doc/completions/sockstat.zsh"),
+            (Generate::Fish, "doc/completions/sockstat.fish"),
+        ] {
+            let mut generated = Vec::new();
+            write(what, &mut generated).unwrap();
+            let on_disk = std::fs::read(root.join(path)).unwrap_or_default();
+            assert!(
+                generated == on_disk,
+                "{path} is stale: run `cargo run -- --generate {} > {path}`",
+                format!("{what:?}").to_lowercase()
+            );
+        }
+    }
+
+    #[test]
+    fn man_page_documents_every_visible_flag() {
+        let mut page = Vec::new();
+        write(Generate::Man, &mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        for arg in Cli::command().get_arguments().filter(|a| !a.is_hide_set()) {
+            let spelled = match (arg.get_short(), arg.get_long()) {
+                (_, Some(l)) => format!("\\-\\-{}", l.replace('-', "\\-")),
+                (Some(s), None) => format!("\\-{s}"),
+                _ => continue,
+            };
+            assert!(page.contains(&spelled), "man page lacks {spelled}");
+        }
+        for section in ["COLUMNS", "JSON OUTPUT", "EXIT STATUS", "WHAT ? MEANS", "EXAMPLES"] {
+            assert!(page.contains(section), "man page lacks {section}");
+        }
+    }
+}
