@@ -170,7 +170,12 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", hide = true)]
     pub record_netlink: Option<PathBuf>,
     /// Replay sock_diag replies saved with --record-netlink instead of asking the kernel.
-    #[arg(long, value_name = "DIR", hide = true, conflicts_with = "record_netlink")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        hide = true,
+        conflicts_with = "record_netlink"
+    )]
     pub replay_netlink: Option<PathBuf>,
 
     /// Print the man page or a shell completion script, generated from these flag definitions.

@@ -139,20 +139,50 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
     );
     r.control("SH", ["EXAMPLES"]);
     for (cmd, what) in [
-        ("sockstat -l -p 8080", "What is listening on 8080, and which process?"),
-        ("sockstat -c -p 5432 -s", "Who is connected to the database?"),
-        ("sockstat -4 -6", "Every TCP, UDP and raw socket, IPv4 and IPv6."),
-        ("sockstat -l -a", "Listening sockets with the arguments of their processes."),
-        ("sockstat -u --command 'ngin*'", "Unix sockets held by nginx processes."),
-        ("sockstat --summary", "Counts by protocol, family and state."),
-        ("sockstat -H | wc -l", "Rows (one per holder): use --summary to count sockets."),
+        (
+            "sockstat -l -p 8080",
+            "What is listening on 8080, and which process?",
+        ),
+        (
+            "sockstat -c -p 5432 -s",
+            "Who is connected to the database?",
+        ),
+        (
+            "sockstat -4 -6",
+            "Every TCP, UDP and raw socket, IPv4 and IPv6.",
+        ),
+        (
+            "sockstat -l -a",
+            "Listening sockets with the arguments of their processes.",
+        ),
+        (
+            "sockstat -u --command 'ngin*'",
+            "Unix sockets held by nginx processes.",
+        ),
+        (
+            "sockstat --summary",
+            "Counts by protocol, family and state.",
+        ),
+        (
+            "sockstat -H | wc -l",
+            "Rows (one per holder): use --summary to count sockets.",
+        ),
     ] {
         r.control("TP", []);
         r.text([bold(cmd)]);
         r.text([roman(what)]);
     }
     r.control("SH", ["SEE ALSO"]);
-    r.text([italic("ss"), roman("(8), "), italic("netstat"), roman("(8), "), italic("lsof"), roman("(8), FreeBSD "), italic("sockstat"), roman("(1)")]);
+    r.text([
+        italic("ss"),
+        roman("(8), "),
+        italic("netstat"),
+        roman("(8), "),
+        italic("lsof"),
+        roman("(8), FreeBSD "),
+        italic("sockstat"),
+        roman("(1)"),
+    ]);
     out.write_all(r.render().as_bytes())?;
     man.render_version_section(out)
 }
@@ -196,7 +226,13 @@ mod tests {
             };
             assert!(page.contains(&spelled), "man page lacks {spelled}");
         }
-        for section in ["COLUMNS", "JSON OUTPUT", "EXIT STATUS", "WHAT ? MEANS", "EXAMPLES"] {
+        for section in [
+            "COLUMNS",
+            "JSON OUTPUT",
+            "EXIT STATUS",
+            "WHAT ? MEANS",
+            "EXAMPLES",
+        ] {
             assert!(page.contains(section), "man page lacks {section}");
         }
     }

@@ -24,7 +24,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Dump { what, message } => write!(f, "sock_diag dump of {what} failed: {message}"),
+            Error::Dump { what, message } => {
+                write!(f, "sock_diag dump of {what} failed: {message}")
+            }
             Error::Proc { message } => f.write_str(message),
         }
     }

@@ -7,7 +7,7 @@
 //! Data flows one way: **gather** ([`sys`]) → **model** ([`Snapshot`]) → **decide** ([`Query`]
 //! filters) → **render** ([`render`]).
 //!
-//! ```no_run
+//! ```
 //! use sockstat::{Query, PortSet};
 //!
 //! let mut q = Query::new();
@@ -41,8 +41,8 @@ pub mod sys;
 
 pub use error::Error;
 pub use model::{
-    Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, SockType, Snapshot,
-    Socket, State, Timer, UnixName, Warning,
+    Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Snapshot, SockType, Socket,
+    State, Timer, UnixName, Warning,
 };
 pub use query::{FilterError, PortSet, Query, Source};
 

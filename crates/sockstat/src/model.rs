@@ -251,7 +251,13 @@ impl State {
     pub fn from_name(s: &str) -> Option<State> {
         let norm: String = s
             .chars()
-            .map(|c| if c == '-' { '_' } else { c.to_ascii_uppercase() })
+            .map(|c| {
+                if c == '-' {
+                    '_'
+                } else {
+                    c.to_ascii_uppercase()
+                }
+            })
             .collect();
         let norm = match norm.as_str() {
             "ESTAB" => "ESTABLISHED",

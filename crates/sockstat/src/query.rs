@@ -212,9 +212,10 @@ impl CommandMatch {
             ));
         }
         let glob = if s.contains('*') || s.contains('?') {
-            Some(glob::Pattern::new(s).map_err(|e| {
-                FilterError::new(format!("invalid command pattern '{s}': {e}"))
-            })?)
+            Some(
+                glob::Pattern::new(s)
+                    .map_err(|e| FilterError::new(format!("invalid command pattern '{s}': {e}")))?,
+            )
         } else {
             None
         };
@@ -539,7 +540,10 @@ mod tests {
 
     #[test]
     fn protos_and_states_parse() {
-        assert_eq!(parse_protos("tcp,UDP").unwrap(), vec![Proto::Tcp, Proto::Udp]);
+        assert_eq!(
+            parse_protos("tcp,UDP").unwrap(),
+            vec![Proto::Tcp, Proto::Udp]
+        );
         let e = parse_protos("tcp,icmp").unwrap_err().to_string();
         assert!(e.contains("'icmp'") && e.contains("udplite"), "{e}");
         assert_eq!(

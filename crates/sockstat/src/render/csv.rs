@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::{rows, row_uid, sanitize, unix_holders, user_label, write_endpoint, Options};
+use super::{row_uid, rows, sanitize, unix_holders, user_label, write_endpoint, Options};
 use crate::model::Snapshot;
 
 fn cell(out: &mut Vec<u8>, text: &str) {

@@ -156,11 +156,14 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
         .iter()
         .map(|o| {
             let p = snap.process(o.pid);
-            let cmd = p.and_then(|p| p.command.as_ref()).map(|c| text(c.as_bytes()));
+            let cmd = p
+                .and_then(|p| p.command.as_ref())
+                .map(|c| text(c.as_bytes()));
             let uid = p.and_then(|p| p.uid);
             let (args, args_hex) = match p.and_then(|p| p.args.as_ref()).filter(|_| opts.args) {
                 Some(a) => {
-                    let texts: Vec<Text<'_>> = a.iter().map(|x| text(RawString::as_bytes(x))).collect();
+                    let texts: Vec<Text<'_>> =
+                        a.iter().map(|x| text(RawString::as_bytes(x))).collect();
                     let any_hex = texts.iter().any(|t| t.hex.is_some());
                     let hex = any_hex.then(|| texts.iter().map(|t| t.hex.clone()).collect());
                     (Some(texts.into_iter().map(|t| t.text).collect()), hex)

@@ -77,7 +77,10 @@ mod tests {
         assert_eq!(for_terminal(b"a\x1b[31mred"), "a\\x1b[31mred");
         assert_eq!(for_terminal(b"two\nlines"), "two\\nlines");
         assert_eq!(for_terminal(b"del\x7f"), "del\\x7f");
-        assert_eq!(for_terminal("\u{202e}gnp.exe".as_bytes()), "\\u{202e}gnp.exe");
+        assert_eq!(
+            for_terminal("\u{202e}gnp.exe".as_bytes()),
+            "\\u{202e}gnp.exe"
+        );
         assert_eq!(for_terminal("c1\u{9b}".as_bytes()), "c1\\u{9b}");
         assert_eq!(for_terminal("zw\u{200b}j".as_bytes()), "zw\\u{200b}j");
     }

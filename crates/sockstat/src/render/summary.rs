@@ -75,7 +75,11 @@ pub fn write_table(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::
 pub fn write_json(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     let c = counts(snap);
     let total: u64 = c.iter().map(|x| x.count).sum();
-    write!(out, "{{\"version\":{},\"summary\":", super::json::SCHEMA_VERSION)?;
+    write!(
+        out,
+        "{{\"version\":{},\"summary\":",
+        super::json::SCHEMA_VERSION
+    )?;
     serde_json::to_writer(&mut *out, &c)?;
     write!(out, ",\"total\":{total},")?;
     super::json::write_warnings(&snap.warnings, opts.verbose, out)?;
@@ -88,7 +92,14 @@ pub fn write_csv(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Re
         writeln!(out, "proto,family,state,count")?;
     }
     for x in counts(snap) {
-        writeln!(out, "{},{},{},{}", x.proto, x.family.name(), x.state, x.count)?;
+        writeln!(
+            out,
+            "{},{},{},{}",
+            x.proto,
+            x.family.name(),
+            x.state,
+            x.count
+        )?;
     }
     Ok(())
 }

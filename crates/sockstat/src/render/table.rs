@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use unicode_width::UnicodeWidthStr;
 
-use super::{rows, row_uid, sanitize, unix_holders, user_label, write_endpoint, Options};
+use super::{row_uid, rows, sanitize, unix_holders, user_label, write_endpoint, Options};
 use crate::model::{Snapshot, State};
 
 /// Column caps without `-w`: beyond these, a cell is cut and ends with `…`.
@@ -177,7 +177,11 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                 arena.push('…');
             }
             ends.push(arena.len() as u32);
-            let start = ends.len().checked_sub(2).map(|i| ends[i] as usize).unwrap_or(0);
+            let start = ends
+                .len()
+                .checked_sub(2)
+                .map(|i| ends[i] as usize)
+                .unwrap_or(0);
             let w = arena[start..].width();
             if w > widths[ci] {
                 widths[ci] = w;
@@ -189,7 +193,14 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
     let mut line = String::with_capacity(256);
     if opts.header {
         for (ci, col) in cols.iter().enumerate() {
-            pad(&mut line, col.title(), widths[ci], col.right_aligned(), ci == last, "");
+            pad(
+                &mut line,
+                col.title(),
+                widths[ci],
+                col.right_aligned(),
+                ci == last,
+                "",
+            );
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
@@ -210,7 +221,14 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
             } else {
                 ""
             };
-            pad(&mut line, text, widths[ci], col.right_aligned(), ci == last, color);
+            pad(
+                &mut line,
+                text,
+                widths[ci],
+                col.right_aligned(),
+                ci == last,
+                color,
+            );
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;

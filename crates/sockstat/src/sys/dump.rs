@@ -11,11 +11,11 @@ use sockstat_wire::bytecode::{self, Cond, Expr};
 use sockstat_wire::inet_diag::{self, InetDiagReq};
 use sockstat_wire::{packet_diag, proc_net, unix_diag};
 
+use crate::error::Error;
 use crate::model::{
     Endpoint, Family, OwnersStatus, Proto, RawString, SockType, Socket, State, Timer, UnixName,
     Warning,
 };
-use crate::error::Error;
 use crate::query::{Query, Source};
 use crate::sys::netlink::{self, DumpError, Transport};
 
@@ -162,7 +162,16 @@ pub fn gather(q: &Query, ext: u8) -> Result<Gathered, Error> {
         let from_proc = q.source == Source::Proc;
         if !from_proc {
             seq += 1;
-            match dump_target(&mut *transport, q, t, ext, program.as_deref(), seq, &mut g, &mut seen) {
+            match dump_target(
+                &mut *transport,
+                q,
+                t,
+                ext,
+                program.as_deref(),
+                seq,
+                &mut g,
+                &mut seen,
+            ) {
                 Ok(()) => continue,
                 Err(e) => {
                     if q.source == Source::Netlink && !fallback_expected(t, &e) {
@@ -215,14 +224,22 @@ fn dump_target(
         attempt += 1;
         let request = match t {
             Target::Inet(proto, family) => InetDiagReq {
-                family: if family == Family::Inet { AF_INET } else { AF_INET6 },
+                family: if family == Family::Inet {
+                    AF_INET
+                } else {
+                    AF_INET6
+                },
                 protocol: ipproto(proto),
                 ext,
                 raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
                 states: q.kernel_states(proto),
                 sport: 0,
                 dport: 0,
-                bytecode: if use_program { program.map(<[u8]>::to_vec) } else { None },
+                bytecode: if use_program {
+                    program.map(<[u8]>::to_vec)
+                } else {
+                    None
+                },
             }
             .encode(seq),
             Target::Unix => unix_diag::UnixDiagReq {
@@ -454,7 +471,10 @@ fn from_proc_net(q: &Query, t: Target, g: &mut Gathered) {
                 g.warnings.push(Warning {
                     code: "proc-net-unreadable",
                     count: None,
-                    message: format!("cannot read {}: {e}; its sockets are not listed", path.display()),
+                    message: format!(
+                        "cannot read {}: {e}; its sockets are not listed",
+                        path.display()
+                    ),
                     details: vec![],
                 });
                 continue;
@@ -470,7 +490,10 @@ fn from_proc_net(q: &Query, t: Target, g: &mut Gathered) {
             g.warnings.push(Warning {
                 code: "proc-net-malformed",
                 count: Some(bad as u64),
-                message: format!("{bad} lines of {} could not be parsed and were skipped", path.display()),
+                message: format!(
+                    "{bad} lines of {} could not be parsed and were skipped",
+                    path.display()
+                ),
                 details: vec![],
             });
         }
@@ -525,8 +548,8 @@ fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -
             timer: Some(Timer {
                 kind: e.timer,
                 // /proc/net/tcp prints jiffies_delta_to_clock_t(): USER_HZ ticks, not kernel jiffies.
-                expires_ms: (e.expires_jiffies.saturating_mul(1000) / clk_tck).min(u64::from(u32::MAX))
-                    as u32,
+                expires_ms: (e.expires_jiffies.saturating_mul(1000) / clk_tck)
+                    .min(u64::from(u32::MAX)) as u32,
                 retrans: e.retrans.min(255) as u8,
             }),
             netns: None,

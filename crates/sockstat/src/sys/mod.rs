@@ -33,13 +33,11 @@ pub fn collect_with_ext(q: &Query, ext: u8) -> Result<Snapshot, Error> {
         std::thread::scope(|s| {
             let scanner = s.spawn(|| owners::scan(&q.proc_root, q, scan_threads()));
             let gathered = dump::gather(q, ext);
-            let scan = scanner
-                .join()
-                .unwrap_or_else(|_| {
-                    Err(owners::ScanError {
-                        message: "the owner scan thread panicked".into(),
-                    })
-                });
+            let scan = scanner.join().unwrap_or_else(|_| {
+                Err(owners::ScanError {
+                    message: "the owner scan thread panicked".into(),
+                })
+            });
             (gathered, Some(scan))
         })
     } else {
@@ -183,15 +181,25 @@ fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot) {
 /// first holder's pid and fd, then identity (so the order is total and stable).
 pub fn sort_sockets(sockets: &mut [Socket]) {
     sockets.sort_unstable_by(|a, b| {
-        (a.netns, a.proto, a.family, &a.local, &a.remote, a.owners.first(), a.id, a.cookie).cmp(&(
-            b.netns,
-            b.proto,
-            b.family,
-            &b.local,
-            &b.remote,
-            b.owners.first(),
-            b.id,
-            b.cookie,
-        ))
+        (
+            a.netns,
+            a.proto,
+            a.family,
+            &a.local,
+            &a.remote,
+            a.owners.first(),
+            a.id,
+            a.cookie,
+        )
+            .cmp(&(
+                b.netns,
+                b.proto,
+                b.family,
+                &b.local,
+                &b.remote,
+                b.owners.first(),
+                b.id,
+                b.cookie,
+            ))
     });
 }

@@ -196,9 +196,9 @@ impl Transport for Replay {
             ));
         }
         let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-        let chunk = rest.get(4..4 + n).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::UnexpectedEof, "truncated recording")
-        })?;
+        let chunk = rest
+            .get(4..4 + n)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "truncated recording"))?;
         let m = n.min(buf.len());
         buf[..m].copy_from_slice(&chunk[..m]);
         self.pos += 4 + n;
@@ -249,7 +249,7 @@ pub fn dump(
                 }
                 Control::Done { errno: None } => return Ok(stats),
                 Control::Done { errno: Some(e) } => return Err(DumpError::Kernel(e)),
-                Control::Error { errno } if errno == 0 => {}
+                Control::Error { errno: 0 } => {}
                 Control::Error { errno } => return Err(DumpError::Kernel(errno)),
                 Control::Overrun => return Err(DumpError::Kernel(libc::ENOBUFS)),
                 Control::Other(_) => {}

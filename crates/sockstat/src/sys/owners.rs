@@ -113,10 +113,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().ok())
-            .collect()
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
     let total: usize = workers.iter().map(|w| w.holders.len()).sum();
     let mut out = Scan {
@@ -255,10 +252,7 @@ fn walk_fds(
                 if let Some(inode) = socket_inode(&link[..n.min(LINK_BUF)]) {
                     out.push(Holder {
                         inode,
-                        owner: Owner {
-                            pid,
-                            fd: fd as u32,
-                        },
+                        owner: Owner { pid, fd: fd as u32 },
                     });
                 }
             }
