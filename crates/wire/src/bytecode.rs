@@ -106,8 +106,10 @@ pub enum Cond {
         /// Prefix length in bits.
         prefix_len: u8,
     },
-    /// The local port was chosen by the kernel (not bound explicitly). TIME-WAIT and
-    /// SYN-RECV minisockets have no user locks, so they always match.
+    /// The socket does not hold `SOCK_BINDPORT_LOCK`: its port was chosen by the kernel
+    /// rather than bound explicitly. Accepted sockets match too (`sk_clone_lock` clears the
+    /// lock on the child, `net/core/sock.c`), as do TIME-WAIT and SYN-RECV minisockets (no
+    /// user locks at all): in practice "everything except explicitly bound sockets".
     AutoBound,
     /// The socket's cgroup v2 id (5.8+). Minisockets have id 0.
     Cgroup(u64),
@@ -423,8 +425,9 @@ pub struct BcSocket {
     pub sport: u16,
     /// Remote port.
     pub dport: u16,
-    /// The local port was auto-bound (`SOCK_BINDPORT_LOCK` not in `sk_userlocks`; always true
-    /// for TIME-WAIT and SYN-RECV minisockets).
+    /// `SOCK_BINDPORT_LOCK` is not in `sk_userlocks`: true for sockets that never called
+    /// `bind()` with a port, for accepted sockets (the clone drops the lock), and for
+    /// TIME-WAIT and SYN-RECV minisockets.
     pub autobound: bool,
     /// `sk_bound_dev_if`.
     pub ifindex: u32,
