@@ -510,19 +510,30 @@ impl Socket {
     }
 
     /// The PROTO column: `tcp4`, `udp6`, `stream`, `dgram`, `seqpac`, `packet`, ...
-    pub fn proto_label(&self) -> String {
-        match self.family {
-            Family::Inet => format!("{}4", self.proto.name()),
-            Family::Inet6 => format!("{}6", self.proto.name()),
-            Family::Unix => match self.sock_type {
-                SockType::Stream => "stream".into(),
-                SockType::Dgram => "dgram".into(),
-                SockType::Seqpacket => "seqpac".into(),
-                SockType::Raw => "raw".into(),
+    pub fn proto_label(&self) -> &'static str {
+        let v6 = self.family == Family::Inet6;
+        match (self.proto, v6) {
+            (Proto::Tcp, false) => "tcp4",
+            (Proto::Tcp, true) => "tcp6",
+            (Proto::Udp, false) => "udp4",
+            (Proto::Udp, true) => "udp6",
+            (Proto::Udplite, false) => "udplite4",
+            (Proto::Udplite, true) => "udplite6",
+            (Proto::Raw, false) => "raw4",
+            (Proto::Raw, true) => "raw6",
+            (Proto::Sctp, false) => "sctp4",
+            (Proto::Sctp, true) => "sctp6",
+            (Proto::Mptcp, false) => "mptcp4",
+            (Proto::Mptcp, true) => "mptcp6",
+            (Proto::Unix, _) => match self.sock_type {
+                SockType::Stream => "stream",
+                SockType::Dgram => "dgram",
+                SockType::Seqpacket => "seqpac",
+                SockType::Raw => "raw",
             },
-            Family::Packet => match self.sock_type {
-                SockType::Dgram => "pkt_dg".into(),
-                _ => "packet".into(),
+            (Proto::Packet, _) => match self.sock_type {
+                SockType::Dgram => "pkt_dg",
+                _ => "packet",
             },
         }
     }

@@ -46,7 +46,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                 .unwrap_or_default(),
             o.map(|o| o.pid.to_string()).unwrap_or_default(),
             o.map(|o| o.fd.to_string()).unwrap_or_default(),
-            s.proto_label(),
+            s.proto_label().to_string(),
             {
                 tmp.clear();
                 write_endpoint(&mut tmp, Some(&s.local), &holders);

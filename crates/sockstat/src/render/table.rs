@@ -84,9 +84,18 @@ fn columns(opts: &Options) -> Vec<Col> {
     c
 }
 
+/// Display width: the byte length for ASCII (the common case), else the Unicode width.
+fn width(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.width()
+    }
+}
+
 /// Cuts `s` to `cap` display columns, ending with `…` when cut.
 fn truncate(s: &str, cap: usize) -> &str {
-    if s.width() <= cap {
+    if width(s) <= cap {
         return s;
     }
     let mut w = 0;
@@ -120,6 +129,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
     let mut states: Vec<(State, bool)> = Vec::with_capacity(snap.sockets.len());
     let mut widths: Vec<usize> = cols.iter().map(|c| c.title().len()).collect();
     let mut cell = String::new();
+    let mut users: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     for (s, o) in rows(snap) {
         let process = o.and_then(|o| snap.process(o.pid));
         states.push((s.state, o.is_none()));
@@ -127,7 +137,9 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
             cell.clear();
             match col {
                 Col::User => match row_uid(snap, s, o) {
-                    Some(uid) => cell.push_str(&user_label(snap, uid)),
+                    Some(uid) => cell.push_str(
+                        users.entry(uid).or_insert_with(|| user_label(snap, uid)),
+                    ),
                     None => cell.push('?'),
                 },
                 Col::Command => match process.and_then(|p| p.command.as_ref()) {
@@ -182,7 +194,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                 .checked_sub(2)
                 .map(|i| ends[i] as usize)
                 .unwrap_or(0);
-            let w = arena[start..].width();
+            let w = width(&arena[start..]);
             if w > widths[ci] {
                 widths[ci] = w;
             }
@@ -239,7 +251,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
 /// Appends `text` padded to `width` (the last column is not padded on the right), wrapped in
 /// `color` when one is given.
 fn pad(line: &mut String, text: &str, width: usize, right: bool, last: bool, color: &str) {
-    let fill = width.saturating_sub(text.width());
+    let fill = width.saturating_sub(self::width(text));
     if right {
         line.extend(std::iter::repeat_n(' ', fill));
     }
