@@ -73,6 +73,34 @@ Exit status: 0 success (also when nothing matched), 2 bad usage or an error that
     max_term_width = 100
 )]
 pub struct Cli {
+    /// Filters (shared with the subcommands).
+    #[command(flatten)]
+    pub filters: FilterArgs,
+
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Data sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// Print the man page or a shell completion script, generated from these flag definitions.
+    #[arg(long, value_enum, value_name = "WHAT", hide = true)]
+    pub generate: Option<crate::generate::Generate>,
+
+    /// Print help.
+    #[arg(short = 'h', long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+
+    /// A view other than the listing.
+    #[command(subcommand)]
+    pub command: Option<crate::commands::Command>,
+}
+
+/// The socket filters: every listing-like view takes them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterArgs {
     /// Show IPv4 sockets.
     #[arg(short = '4', help_heading = "Filters")]
     pub inet: bool,
@@ -119,7 +147,11 @@ pub struct Cli {
     /// Only sockets whose holder's command name is NAME (a glob when it has * or ?).
     #[arg(long, value_name = "NAME", value_parser = CommandMatch::parse, help_heading = "Filters")]
     pub command: Option<CommandMatch>,
+}
 
+/// How the listing is shown.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
     /// Show the STATE column.
     #[arg(short = 's', help_heading = "Output")]
     pub state: bool,
@@ -156,7 +188,11 @@ pub struct Cli {
     /// When to use colour.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, help_heading = "Output")]
     pub color: ColorWhen,
+}
 
+/// Where the data comes from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
     /// Skip the /proc owner scan (fastest; process columns show '?').
     #[arg(long, help_heading = "Data sources")]
     pub no_owners: bool,
@@ -177,12 +213,4 @@ pub struct Cli {
         conflicts_with = "record_netlink"
     )]
     pub replay_netlink: Option<PathBuf>,
-
-    /// Print the man page or a shell completion script, generated from these flag definitions.
-    #[arg(long, value_enum, value_name = "WHAT", hide = true)]
-    pub generate: Option<crate::generate::Generate>,
-
-    /// Print help.
-    #[arg(short = 'h', long, action = ArgAction::Help)]
-    pub help: Option<bool>,
 }

@@ -3,6 +3,7 @@
 //! pipe ends quietly with status 0.
 
 mod cli;
+mod commands;
 mod generate;
 
 use std::io::{self, IsTerminal, Write};
@@ -12,15 +13,19 @@ use clap::Parser;
 use sockstat::render::{self, Options};
 use sockstat::{Query, Snapshot, Source};
 
-use cli::{Cli, ColorWhen, SourceArg};
+use cli::{Cli, ColorWhen, FilterArgs, OutputArgs, SourceArg, SourceArgs};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = match &cli.command {
+        Some(cmd) => commands::run(cmd, &cli),
+        None => run(&cli).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
         Err(e) => {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
@@ -60,41 +65,40 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn build_query(cli: &Cli) -> anyhow::Result<Query> {
+/// The query the filters and data-source flags describe (shared with the subcommands).
+pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow::Result<Query> {
     let mut q = Query::new();
-    if cli.inet || cli.inet6 || cli.unix {
-        q.families.inet = cli.inet;
-        q.families.inet6 = cli.inet6;
-        q.families.unix = cli.unix;
+    if f.inet || f.inet6 || f.unix {
+        q.families.inet = f.inet;
+        q.families.inet6 = f.inet6;
+        q.families.unix = f.unix;
     }
-    q.protos = cli.protos.clone().map(|l| l.0);
-    q.connected = cli.connected;
-    q.listening = cli.listening;
-    q.no_loopback = cli.no_loopback;
-    q.ports = cli.ports.clone();
-    q.src = cli.src;
-    q.dst = cli.dst;
-    q.states = cli.states.clone().map(|l| l.0);
-    q.pids = cli.pids.clone().map(|l| l.0);
-    q.uid = match &cli.user {
+    q.protos = f.protos.clone().map(|l| l.0);
+    q.connected = f.connected;
+    q.listening = f.listening;
+    q.no_loopback = f.no_loopback;
+    q.ports = f.ports.clone();
+    q.src = f.src;
+    q.dst = f.dst;
+    q.states = f.states.clone().map(|l| l.0);
+    q.pids = f.pids.clone().map(|l| l.0);
+    q.uid = match &f.user {
         Some(u) => Some(sockstat::resolve_user(u)?),
         None => None,
     };
-    q.command = cli.command.clone();
-    q.owners = !cli.no_owners;
-    q.args = cli.args;
-    q.resolve_users = !cli.numeric;
-    q.source = match (&cli.replay_netlink, cli.source) {
+    q.command = f.command.clone();
+    q.owners = !no_owners;
+    q.source = match (&src.replay_netlink, src.source) {
         (Some(dir), _) => Source::Replay(dir.clone()),
         (None, SourceArg::Auto) => Source::Auto,
         (None, SourceArg::Netlink) => Source::Netlink,
         (None, SourceArg::Proc) => Source::Proc,
     };
-    if let Some(root) = &cli.proc_root {
+    if let Some(root) = &src.proc_root {
         q.proc_root = root.clone();
     }
-    q.record_netlink = cli.record_netlink.clone();
-    if cli.no_owners && (q.pids.is_some() || q.command.is_some()) {
+    q.record_netlink = src.record_netlink.clone();
+    if no_owners && (q.pids.is_some() || q.command.is_some()) {
         anyhow::bail!("--pid and --command need the owner scan; drop --no-owners");
     }
     Ok(q)
@@ -112,6 +116,19 @@ fn use_color(when: ColorWhen) -> bool {
     }
 }
 
+/// Renderer options from the output flags (shared with the subcommands).
+pub fn render_options(o: &OutputArgs) -> Options {
+    let mut r = Options::new();
+    r.header = !(o.quiet || o.no_header);
+    r.state = o.state;
+    r.id = o.id;
+    r.args = o.args;
+    r.wide = o.wide;
+    r.color = use_color(o.color);
+    r.verbose = o.verbose;
+    r
+}
+
 fn run(cli: &Cli) -> anyhow::Result<()> {
     if let Some(what) = cli.generate {
         let stdout = io::stdout();
@@ -120,41 +137,34 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         out.flush()?;
         return Ok(());
     }
-    let query = build_query(cli)?;
+    let o = &cli.output;
+    let mut query = build_query(&cli.filters, &cli.source, cli.source.no_owners)?;
+    query.args = o.args;
+    query.resolve_users = !o.numeric;
     let snap = sockstat::collect(&query)?;
-    let opts = {
-        let mut o = Options::new();
-        o.header = !(cli.quiet || cli.no_header);
-        o.state = cli.state;
-        o.id = cli.id;
-        o.args = cli.args;
-        o.wide = cli.wide;
-        o.color = use_color(cli.color);
-        o.verbose = cli.verbose;
-        o
-    };
+    let opts = render_options(o);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    if cli.json {
-        if cli.summary {
+    if o.json {
+        if o.summary {
             render::summary::write_json(&snap, &opts, &mut out)?;
         } else {
             render::json::write(&snap, &opts, &mut out)?;
         }
     } else {
-        if cli.csv {
-            if cli.summary {
+        if o.csv {
+            if o.summary {
                 render::summary::write_csv(&snap, &opts, &mut out)?;
             } else {
                 render::csv::write(&snap, &opts, &mut out)?;
             }
-        } else if cli.summary {
+        } else if o.summary {
             render::summary::write_table(&snap, &opts, &mut out)?;
         } else {
             render::table::write(&snap, &opts, &mut out)?;
         }
         out.flush()?;
-        print_warnings(&snap, cli.verbose);
+        print_warnings(&snap, o.verbose);
     }
     out.flush()?;
     Ok(())

@@ -137,9 +137,9 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
             cell.clear();
             match col {
                 Col::User => match row_uid(snap, s, o) {
-                    Some(uid) => cell.push_str(
-                        users.entry(uid).or_insert_with(|| user_label(snap, uid)),
-                    ),
+                    Some(uid) => {
+                        cell.push_str(users.entry(uid).or_insert_with(|| user_label(snap, uid)))
+                    }
                     None => cell.push('?'),
                 },
                 Col::Command => match process.and_then(|p| p.command.as_ref()) {
@@ -158,7 +158,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                     }
                     None => cell.push('?'),
                 },
-                Col::Proto => cell.push_str(&s.proto_label()),
+                Col::Proto => cell.push_str(s.proto_label()),
                 Col::Local => write_endpoint(&mut cell, Some(&s.local), &holders),
                 Col::Foreign => write_endpoint(&mut cell, s.remote.as_ref(), &holders),
                 Col::State => cell.push_str(&s.state.name()),

@@ -184,16 +184,26 @@ pub fn sort_sockets(sockets: &mut Vec<Socket>) {
     let mut order: Vec<u32> = (0..sockets.len() as u32).collect();
     order.sort_unstable_by(|&i, &j| {
         let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
-        (a.netns, a.proto, a.family, &a.local, &a.remote, a.owners.first(), a.id, a.cookie).cmp(&(
-            b.netns,
-            b.proto,
-            b.family,
-            &b.local,
-            &b.remote,
-            b.owners.first(),
-            b.id,
-            b.cookie,
-        ))
+        (
+            a.netns,
+            a.proto,
+            a.family,
+            &a.local,
+            &a.remote,
+            a.owners.first(),
+            a.id,
+            a.cookie,
+        )
+            .cmp(&(
+                b.netns,
+                b.proto,
+                b.family,
+                &b.local,
+                &b.remote,
+                b.owners.first(),
+                b.id,
+                b.cookie,
+            ))
     });
     let mut slots: Vec<Option<Socket>> = std::mem::take(sockets).into_iter().map(Some).collect();
     sockets.extend(order.into_iter().filter_map(|i| slots[i as usize].take()));
