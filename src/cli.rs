@@ -173,6 +173,16 @@ pub struct OutputArgs {
     /// Show the socket id (inode) in an ID column.
     #[arg(short = 'i', help_heading = "Output")]
     pub id: bool,
+    /// TCP internals: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share
+    /// of busy time limited by the peer's window or our send buffer ("tcp" object in JSON).
+    #[arg(short = 'T', long = "tcp-info", help_heading = "Output")]
+    pub tcp_info: bool,
+    /// Show the congestion control algorithm (CC column).
+    #[arg(short = 'C', help_heading = "Output")]
+    pub congestion: bool,
+    /// Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON).
+    #[arg(short = 'm', long = "memory", help_heading = "Output")]
+    pub memory: bool,
     /// Print details with every warning.
     #[arg(short = 'v', help_heading = "Output")]
     pub verbose: bool,

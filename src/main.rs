@@ -126,6 +126,9 @@ pub fn render_options(o: &OutputArgs) -> Options {
     r.wide = o.wide;
     r.color = use_color(o.color);
     r.verbose = o.verbose;
+    r.tcp = o.tcp_info;
+    r.congestion = o.congestion;
+    r.memory = o.memory;
     r
 }
 
@@ -141,6 +144,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let mut query = build_query(&cli.filters, &cli.source, cli.source.no_owners)?;
     query.args = o.args;
     query.resolve_users = !o.numeric;
+    query.tcp_info = o.tcp_info;
+    query.congestion = o.congestion;
+    query.memory = o.memory;
     let snap = sockstat::collect(&query)?;
     let opts = render_options(o);
     let stdout = io::stdout();

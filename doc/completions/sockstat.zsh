@@ -49,6 +49,11 @@ fish\:"Fish completion"))' \
 '-w[Never truncate columns]' \
 '-a[Show process arguments (ARGS column; "args" in JSON)]' \
 '-i[Show the socket id (inode) in an ID column]' \
+'-T[TCP internals\: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer'\''s window or our send buffer ("tcp" object in JSON)]' \
+'--tcp-info[TCP internals\: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer'\''s window or our send buffer ("tcp" object in JSON)]' \
+'-C[Show the congestion control algorithm (CC column)]' \
+'-m[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
+'--memory[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
 '-v[Print details with every warning]' \
 '--summary[Counts by protocol, family and state instead of rows]' \
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \

@@ -40,6 +40,7 @@ pub mod render;
 pub mod sys;
 
 pub use error::Error;
+pub use model::tcp::{Memory, TcpDetails};
 pub use model::{
     Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Snapshot, SockType, Socket,
     State, Timer, UnixName, Warning,

@@ -316,6 +316,12 @@ pub struct Query {
     pub proc_root: PathBuf,
     /// Save each raw netlink reply in this directory (for bug reports and replay tests).
     pub record_netlink: Option<PathBuf>,
+    /// Ask the kernel for TCP internals (`-T`): `tcp_info`, congestion control, BBR estimates.
+    pub tcp_info: bool,
+    /// Ask for the congestion control algorithm only (`-C`).
+    pub congestion: bool,
+    /// Ask for socket memory (`-m`).
+    pub memory: bool,
 }
 
 impl Default for Query {
@@ -339,6 +345,9 @@ impl Default for Query {
             source: Source::Auto,
             proc_root: PathBuf::from("/proc"),
             record_netlink: None,
+            tcp_info: false,
+            congestion: false,
+            memory: false,
         }
     }
 }
@@ -347,6 +356,22 @@ impl Query {
     /// A query for every socket, with owners.
     pub fn new() -> Query {
         Query::default()
+    }
+
+    /// The inet_diag extension bits (`idiag_ext`) the requested details need.
+    pub fn inet_diag_ext(&self) -> u8 {
+        use sockstat_wire::inet_diag::ext;
+        let mut e = 0;
+        if self.tcp_info {
+            e |= ext::INFO | ext::CONG | ext::VEGASINFO;
+        }
+        if self.congestion {
+            e |= ext::CONG;
+        }
+        if self.memory {
+            e |= ext::SKMEMINFO;
+        }
+        e
     }
 
     /// True when `proto` was asked for explicitly or by default.

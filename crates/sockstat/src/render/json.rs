@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::Options;
+use crate::model::tcp::{Memory, TcpDetails};
 use crate::model::{Endpoint, OwnersStatus, RawString, Snapshot, Socket, UnixName, Warning};
 
 /// Version of the JSON document. Adding fields keeps it; renaming or removing one bumps it.
@@ -139,6 +140,32 @@ struct JsonSocket<'a> {
     user: Option<&'a str>,
     owners_status: OwnersStatus,
     owners: Vec<JsonOwner<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timer: Option<JsonTimer>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp: Option<&'a TcpDetails>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<&'a Memory>,
+}
+
+#[derive(Serialize)]
+struct JsonTimer {
+    kind: &'static str,
+    expires_ms: u32,
+    retrans: u8,
+}
+
+/// `idiag_timer` names (`inet_sk_diag_fill`; 7.1+ adds 5 = delayed ACK).
+fn timer_kind(k: u8) -> &'static str {
+    match k {
+        0 => "off",
+        1 => "retransmit",
+        2 => "keepalive",
+        3 => "time_wait",
+        4 => "persist",
+        5 => "delack",
+        _ => "other",
+    }
 }
 
 #[derive(Serialize)]
@@ -201,6 +228,13 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
         user: s.uid.and_then(|u| snap.user_name(u)),
         owners_status: s.owners_status,
         owners,
+        timer: s.timer.filter(|_| opts.tcp).map(|t| JsonTimer {
+            kind: timer_kind(t.kind),
+            expires_ms: t.expires_ms,
+            retrans: t.retrans,
+        }),
+        tcp: s.tcp.as_deref().filter(|_| opts.tcp || opts.congestion),
+        memory: s.memory.as_ref().filter(|_| opts.memory),
     }
 }
 

@@ -32,6 +32,12 @@ pub struct Options {
     pub color: bool,
     /// Details with every warning (`-v`).
     pub verbose: bool,
+    /// TCP internals columns / `"tcp"` in JSON (`-T`).
+    pub tcp: bool,
+    /// Congestion control column (`-C`).
+    pub congestion: bool,
+    /// Socket memory columns / `"memory"` in JSON (`-m`).
+    pub memory: bool,
 }
 
 impl Options {
@@ -124,6 +130,44 @@ pub(crate) fn write_endpoint(
             }
         }
     }
+}
+
+/// Bytes for people: `512`, `64K`, `4.0M`, `1.5G` (powers of 1024).
+pub(crate) fn human_bytes(out: &mut String, n: u64) {
+    const K: u64 = 1024;
+    let _ = match n {
+        n if n < K => write!(out, "{n}"),
+        n if n < K * K && n % K == 0 => write!(out, "{}K", n / K),
+        n if n < K * K => write!(out, "{:.1}K", n as f64 / K as f64),
+        n if n < K * K * K => write!(out, "{:.1}M", n as f64 / (K * K) as f64),
+        n => write!(out, "{:.1}G", n as f64 / (K * K * K) as f64),
+    };
+}
+
+/// A rate in bytes per second, shown in bits per second as network people read it: `840Kbps`,
+/// `95.2Mbps`, `1.2Gbps`.
+pub(crate) fn human_rate(out: &mut String, bytes_per_sec: u64) {
+    let bits = bytes_per_sec as f64 * 8.0;
+    let _ = if bits < 1e3 {
+        write!(out, "{bits:.0}bps")
+    } else if bits < 1e6 {
+        write!(out, "{:.0}Kbps", bits / 1e3)
+    } else if bits < 1e9 {
+        write!(out, "{:.1}Mbps", bits / 1e6)
+    } else {
+        write!(out, "{:.1}Gbps", bits / 1e9)
+    };
+}
+
+/// Microseconds for people: `52us`, `20.3ms`, `1.20s`.
+pub(crate) fn human_us(out: &mut String, us: u64) {
+    let _ = if us < 1000 {
+        write!(out, "{us}us")
+    } else if us < 1_000_000 {
+        write!(out, "{:.1}ms", us as f64 / 1e3)
+    } else {
+        write!(out, "{:.2}s", us as f64 / 1e6)
+    };
 }
 
 /// The name shown for a uid: the user name when resolved, else the number.

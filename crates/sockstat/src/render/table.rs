@@ -8,8 +8,11 @@ use std::io::{self, Write};
 
 use unicode_width::UnicodeWidthStr;
 
-use super::{row_uid, rows, sanitize, unix_holders, user_label, write_endpoint, Options};
-use crate::model::{Snapshot, State};
+use super::{
+    human_bytes, human_rate, human_us, row_uid, rows, sanitize, unix_holders, user_label,
+    write_endpoint, Options,
+};
+use crate::model::{Snapshot, Socket, State};
 
 /// Column caps without `-w`: beyond these, a cell is cut and ends with `…`.
 const CAP_USER: usize = 12;
@@ -28,6 +31,21 @@ enum Col {
     Foreign,
     State,
     Id,
+    Rtt,
+    MinRtt,
+    Cwnd,
+    Wscale,
+    SndWnd,
+    RcvWnd,
+    Unacked,
+    Retrans,
+    Delivery,
+    RwndLimited,
+    SndbufLimited,
+    Cc,
+    Rmem,
+    Wmem,
+    Drops,
     Args,
 }
 
@@ -43,6 +61,21 @@ impl Col {
             Col::Foreign => "FOREIGN ADDRESS",
             Col::State => "STATE",
             Col::Id => "ID",
+            Col::Rtt => "RTT",
+            Col::MinRtt => "MINRTT",
+            Col::Cwnd => "CWND",
+            Col::Wscale => "WSCALE",
+            Col::SndWnd => "SNDWND",
+            Col::RcvWnd => "RCVWND",
+            Col::Unacked => "UNACKED",
+            Col::Retrans => "RETRANS",
+            Col::Delivery => "DELIVERY",
+            Col::RwndLimited => "RWNDLIM",
+            Col::SndbufLimited => "SBUFLIM",
+            Col::Cc => "CC",
+            Col::Rmem => "RECV MEM",
+            Col::Wmem => "SEND MEM",
+            Col::Drops => "DROPS",
             Col::Args => "ARGS",
         }
     }
@@ -58,7 +91,25 @@ impl Col {
     }
 
     fn right_aligned(self) -> bool {
-        matches!(self, Col::Pid | Col::Fd | Col::Id)
+        matches!(
+            self,
+            Col::Pid
+                | Col::Fd
+                | Col::Id
+                | Col::Rtt
+                | Col::MinRtt
+                | Col::Cwnd
+                | Col::SndWnd
+                | Col::RcvWnd
+                | Col::Unacked
+                | Col::Retrans
+                | Col::Delivery
+                | Col::RwndLimited
+                | Col::SndbufLimited
+                | Col::Rmem
+                | Col::Wmem
+                | Col::Drops
+        )
     }
 }
 
@@ -77,6 +128,27 @@ fn columns(opts: &Options) -> Vec<Col> {
     }
     if opts.id {
         c.push(Col::Id);
+    }
+    if opts.tcp {
+        c.extend([
+            Col::Rtt,
+            Col::MinRtt,
+            Col::Cwnd,
+            Col::Wscale,
+            Col::SndWnd,
+            Col::RcvWnd,
+            Col::Unacked,
+            Col::Retrans,
+            Col::Delivery,
+            Col::RwndLimited,
+            Col::SndbufLimited,
+        ]);
+    }
+    if opts.tcp || opts.congestion {
+        c.push(Col::Cc);
+    }
+    if opts.memory {
+        c.extend([Col::Rmem, Col::Wmem, Col::Drops]);
     }
     if opts.args {
         c.push(Col::Args);
@@ -116,6 +188,127 @@ fn state_color(state: State) -> &'static str {
         State::SynSent | State::SynRecv => "\x1b[36m",
         State::LastAck | State::Closing | State::Close => "\x1b[35m",
         _ => "",
+    }
+}
+
+/// A `-T`/`-C` cell; `-` where the kernel gave nothing (TIME_WAIT, non-TCP, an older kernel).
+fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
+    let Some(t) = s.tcp.as_deref() else {
+        cell.push('-');
+        return;
+    };
+    // A listener reports only its queue, cwnd and pacing rate (kernel.md §2.2): the rest is 0,
+    // not a measurement.
+    if s.state == State::Listen && !matches!(col, Col::Cc | Col::Cwnd) {
+        cell.push('-');
+        return;
+    }
+    let i = &t.info;
+    let before = cell.len();
+    match col {
+        Col::Rtt => {
+            if let (Some(rtt), Some(var)) = (i.rtt_us(), i.rttvar_us()) {
+                human_us(cell, u64::from(rtt));
+                cell.push('/');
+                human_us(cell, u64::from(var));
+            }
+        }
+        Col::MinRtt => {
+            if let Some(v) = i.min_rtt_us() {
+                human_us(cell, u64::from(v))
+            }
+        }
+        Col::Cwnd => {
+            if let Some(v) = i.snd_cwnd() {
+                let _ = write!(cell, "{v}");
+            }
+        }
+        Col::Wscale => match t.wscale_ok() {
+            Some(true) => {
+                let _ = write!(
+                    cell,
+                    "{},{}",
+                    i.snd_wscale().unwrap_or(0),
+                    i.rcv_wscale().unwrap_or(0)
+                );
+            }
+            Some(false) => cell.push_str("none"),
+            None => {}
+        },
+        Col::SndWnd => {
+            if let Some(v) = i.snd_wnd() {
+                human_bytes(cell, u64::from(v))
+            }
+        }
+        Col::RcvWnd => {
+            if let Some(v) = t.rcv_wnd_advertised() {
+                human_bytes(cell, u64::from(v))
+            }
+        }
+        Col::Unacked => {
+            if let Some(v) = i.unacked() {
+                let _ = write!(cell, "{v}");
+            }
+        }
+        Col::Retrans => {
+            if let (Some(r), Some(total)) = (i.retrans(), i.total_retrans()) {
+                let _ = write!(cell, "{r}/{total}");
+            }
+        }
+        Col::Delivery => {
+            if let Some(v) = i.delivery_rate() {
+                human_rate(cell, v);
+                if i.delivery_rate_app_limited() == Some(true) {
+                    cell.push('*');
+                }
+            }
+        }
+        Col::RwndLimited => {
+            if let Some(v) = t.rwnd_limited_share() {
+                let _ = write!(cell, "{:.0}%", v * 100.0);
+            }
+        }
+        Col::SndbufLimited => {
+            if let Some(v) = t.sndbuf_limited_share() {
+                let _ = write!(cell, "{:.0}%", v * 100.0);
+            }
+        }
+        Col::Cc => {
+            if let Some(c) = &t.congestion {
+                cell.push_str(&sanitize::for_terminal(c.as_bytes()));
+            }
+        }
+        _ => {}
+    }
+    if cell.len() == before {
+        cell.push('-');
+    }
+}
+
+/// A `-m` cell: `used/limit` for the receive and send buffers, and drops.
+fn memory_cell(cell: &mut String, col: Col, s: &Socket) {
+    let Some(m) = &s.memory else {
+        cell.push('-');
+        return;
+    };
+    match col {
+        Col::Rmem => {
+            human_bytes(cell, u64::from(m.rmem_alloc_bytes));
+            cell.push('/');
+            human_bytes(cell, u64::from(m.rcvbuf_bytes));
+        }
+        Col::Wmem => {
+            human_bytes(cell, u64::from(m.wmem_queued_bytes));
+            cell.push('/');
+            human_bytes(cell, u64::from(m.sndbuf_bytes));
+        }
+        Col::Drops => match m.drops {
+            Some(d) => {
+                let _ = write!(cell, "{d}");
+            }
+            None => cell.push('-'),
+        },
+        _ => {}
     }
 }
 
@@ -168,6 +361,19 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                     }
                     None => cell.push('-'),
                 },
+                Col::Rtt
+                | Col::MinRtt
+                | Col::Cwnd
+                | Col::Wscale
+                | Col::SndWnd
+                | Col::RcvWnd
+                | Col::Unacked
+                | Col::Retrans
+                | Col::Delivery
+                | Col::RwndLimited
+                | Col::SndbufLimited
+                | Col::Cc => tcp_cell(&mut cell, *col, s),
+                Col::Rmem | Col::Wmem | Col::Drops => memory_cell(&mut cell, *col, s),
                 Col::Args => match process.and_then(|p| p.args.as_ref()) {
                     Some(args) => {
                         for (i, a) in args.iter().enumerate() {

@@ -12,6 +12,7 @@ use sockstat_wire::inet_diag::{self, InetDiagReq};
 use sockstat_wire::{packet_diag, proc_net, unix_diag};
 
 use crate::error::Error;
+use crate::model::tcp::{Memory, TcpDetails, TcpInfo};
 use crate::model::{
     Endpoint, Family, OwnersStatus, Proto, RawString, SockType, Socket, State, Timer, UnixName,
     Warning,
@@ -247,7 +248,12 @@ fn dump_target(
                 show: unix_diag::show::NAME
                     | unix_diag::show::PEER
                     | unix_diag::show::RQLEN
-                    | unix_diag::show::UID,
+                    | unix_diag::show::UID
+                    | if q.memory {
+                        unix_diag::show::MEMINFO
+                    } else {
+                        0
+                    },
             }
             .encode(seq),
             Target::Packet => packet_diag::PacketDiagReq {
@@ -366,6 +372,21 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
             retrans: m.retrans,
         }),
         netns: None,
+        // INET_DIAG_INFO is a tcp_info only for TCP (MPTCP sends mptcp_info, SCTP sctp_info).
+        tcp: match (proto, m.attrs.info, m.attrs.cong) {
+            (Proto::Tcp, Some(info), cong) => Some(Box::new(TcpDetails {
+                info: TcpInfo::from_bytes(info),
+                congestion: cong.map(str::to_string),
+                bbr: m.attrs.bbr,
+            })),
+            (Proto::Tcp | Proto::Mptcp, None, Some(cong)) => Some(Box::new(TcpDetails {
+                info: TcpInfo::from_bytes(&[]),
+                congestion: Some(cong.to_string()),
+                bbr: None,
+            })),
+            _ => None,
+        },
+        memory: m.attrs.skmeminfo.map(Memory::from),
     }
 }
 
@@ -392,6 +413,8 @@ pub(crate) fn socket_from_unix(m: &unix_diag::UnixDiagMsg<'_>) -> Socket {
         owners: Vec::new(),
         timer: None,
         netns: None,
+        tcp: None,
+        memory: m.meminfo.map(Memory::from),
     }
 }
 
@@ -416,6 +439,8 @@ pub(crate) fn socket_from_packet(m: &packet_diag::PacketDiagMsg) -> Socket {
         owners: Vec::new(),
         timer: None,
         netns: None,
+        tcp: None,
+        memory: None,
     }
 }
 
@@ -553,6 +578,8 @@ fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -
                 retrans: e.retrans.min(255) as u8,
             }),
             netns: None,
+            tcp: None,
+            memory: None,
         });
     }
     bad
@@ -601,6 +628,8 @@ fn read_proc_unix(text: &[u8], g: &mut Gathered) -> usize {
             owners: Vec::new(),
             timer: None,
             netns: None,
+            tcp: None,
+            memory: None,
         });
     }
     bad
@@ -636,6 +665,8 @@ fn read_proc_packet(text: &[u8], g: &mut Gathered) -> usize {
             owners: Vec::new(),
             timer: None,
             netns: None,
+            tcp: None,
+            memory: None,
         });
     }
     bad

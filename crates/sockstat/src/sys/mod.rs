@@ -24,11 +24,7 @@ fn scan_threads() -> usize {
 
 /// Runs a query against the running system.
 pub fn collect(q: &Query) -> Result<Snapshot, Error> {
-    collect_with_ext(q, 0)
-}
-
-/// Runs a query, asking the kernel for the inet_diag extensions in `ext` (`INET_DIAG_INFO`, ...).
-pub fn collect_with_ext(q: &Query, ext: u8) -> Result<Snapshot, Error> {
+    let ext = q.inet_diag_ext();
     let (gathered, scan) = if q.owners {
         std::thread::scope(|s| {
             let scanner = s.spawn(|| owners::scan(&q.proc_root, q, scan_threads()));

@@ -4,6 +4,8 @@
 //! the renderers and library users. Nothing in this module does I/O. Names carry their units
 //! (`expires_ms`); a value the kernel did not provide is `None`, never 0.
 
+pub mod tcp;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
@@ -483,6 +485,12 @@ pub struct Socket {
     pub timer: Option<Timer>,
     /// Network namespace inode the socket lives in (`None` when not known).
     pub netns: Option<u64>,
+    /// TCP internals, when asked for (`-T`, `-C`) and the kernel sent them (not for TIME_WAIT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<Box<tcp::TcpDetails>>,
+    /// Socket memory, when asked for (`-m`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<tcp::Memory>,
 }
 
 impl Socket {
