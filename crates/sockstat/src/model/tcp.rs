@@ -315,6 +315,7 @@ mod tests {
             &[
                 (228, &4096u32.to_ne_bytes()),
                 (68, &20_000u32.to_ne_bytes()),
+                (76, &SSTHRESH_INFINITE.to_ne_bytes()),
             ],
         );
         let t = TcpDetails {
