@@ -1,0 +1,380 @@
+//! The part of the runner that runs as pid 1 inside the private net+pid+mount namespace.
+
+use crate::check::{self, Truth};
+use crate::tools::{self, Env, Parser, Tool};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    n: usize,
+    procs: usize,
+    mode: String,
+    runs: usize,
+    dir: PathBuf,
+    tag: String,
+    tools: Vec<String>,
+    env: Env,
+}
+
+fn parse(args: Vec<String>) -> Args {
+    let mut a = Args {
+        n: 1000,
+        procs: 50,
+        mode: "check".into(),
+        runs: 5,
+        dir: PathBuf::from("."),
+        tag: "main".into(),
+        tools: Vec::new(),
+        env: Env::default(),
+    };
+    let mut it = args.into_iter();
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap_or_default();
+        match k.as_str() {
+            "--n" => a.n = v.parse().unwrap(),
+            "--procs" => a.procs = v.parse().unwrap(),
+            "--mode" => a.mode = v,
+            "--runs" => a.runs = v.parse().unwrap(),
+            "--dir" => a.dir = PathBuf::from(v),
+            "--tag" => a.tag = v,
+            "--tools" => {
+                a.tools = v
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            }
+            "--env" => a.env = Env::from_arg(&v),
+            _ => panic!("inner: unknown argument {k}"),
+        }
+    }
+    a
+}
+
+pub fn main(args: Vec<String>) -> i32 {
+    let a = parse(args);
+    if unsafe { libc::getpid() } != 1 {
+        eprintln!("sockbench inner: must run as pid 1 of a new pid namespace");
+        return 2;
+    }
+    // loopback up; a wide ephemeral range that stays clear of the generator's fixed ports
+    let _ = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status();
+    let _ = std::fs::write("/proc/sys/net/ipv4/ip_local_port_range", "20000 65535");
+    // unix socket files live on a tmpfs that goes away with this mount namespace
+    let run = a.dir.join(format!("run-{}", a.tag));
+    let _ = std::fs::create_dir_all(&run);
+    let c_run = std::ffi::CString::new(run.display().to_string()).unwrap();
+    unsafe {
+        libc::mount(
+            c"none".as_ptr(),
+            c_run.as_ptr(),
+            c"tmpfs".as_ptr(),
+            0,
+            std::ptr::null(),
+        );
+    }
+    let truth_path = run.join("truth.json");
+    let mut gen = match Command::new(&a.env.sockgen)
+        .args(["-n", &a.n.to_string(), "-p", &a.procs.to_string()])
+        .arg("--truth")
+        .arg(&truth_path)
+        .arg("--dir")
+        .arg(run.join("s"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+    {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("sockbench inner: cannot start sockgen: {e}");
+            return 2;
+        }
+    };
+    let rc = match wait_ready(&mut gen) {
+        Some(line) => {
+            eprintln!("sockbench: [{}] {}", a.tag, line.trim());
+            let truth_text = std::fs::read_to_string(&truth_path).unwrap_or_default();
+            let _ = std::fs::write(a.dir.join(format!("truth-{}.json", a.tag)), &truth_text);
+            match serde_json::from_str::<Value>(&truth_text)
+                .ok()
+                .and_then(|v| Truth::from_gen(&v).map(|t| (v, t)))
+            {
+                Some((tv, t)) => run_mode(&a, &tv, &t),
+                None => {
+                    eprintln!("sockbench inner: unreadable truth file");
+                    2
+                }
+            }
+        }
+        None => {
+            eprintln!("sockbench inner: sockgen did not get ready");
+            2
+        }
+    };
+    unsafe { libc::kill(gen.id() as i32, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(_)) = gen.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = gen.kill();
+    let _ = gen.wait();
+    unsafe { libc::umount2(c_run.as_ptr(), libc::MNT_DETACH) };
+    let _ = std::fs::remove_dir(&run);
+    rc
+}
+
+fn wait_ready(gen: &mut Child) -> Option<String> {
+    let out = gen.stdout.take()?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(out);
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap_or(0) > 0 {
+            if line.starts_with("READY") {
+                let _ = tx.send(line.clone());
+            }
+            line.clear();
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(900)).ok()
+}
+
+/// Runs argv with stdout captured; returns (stdout, exit code, seconds).
+fn capture(argv: &[String], timeout: Duration) -> (String, i32, f64) {
+    let t0 = Instant::now();
+    let Ok(mut child) = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return (String::new(), 127, 0.0);
+    };
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let code = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break -9;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let secs = t0.elapsed().as_secs_f64();
+    let s = reader.join().unwrap_or_default();
+    (String::from_utf8_lossy(&s).into_owned(), code, secs)
+}
+
+/// One run of `sh -c 'exec TOOL >/dev/null 2>&1'`: (wall ms, peak RSS KiB from wait4, exit code).
+fn timed_once(t: &Tool) -> (f64, u64, i32) {
+    let t0 = Instant::now();
+    let Ok(child) = Command::new("sh").args(["-c", &t.shell()]).spawn() else {
+        return (0.0, 0, 127);
+    };
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+        if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (ms, ru.ru_maxrss as u64, code)
+}
+
+fn floor_truth(env: &Env, t: &Truth) -> Option<check::FloorCount> {
+    let mut argv = vec![env.sockfloor.display().to_string(), "truth".into()];
+    for p in &t.churn {
+        argv.push("--churn-port".into());
+        argv.push(p.to_string());
+    }
+    argv.push("--probe-port".into());
+    argv.push(t.probe_port.to_string());
+    let (out, _, _) = capture(&argv, Duration::from_secs(120));
+    check::floor_truth(&out)
+}
+
+fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
+    let all = tools::all_tools(&a.env);
+    let sel: Vec<&Tool> = all
+        .iter()
+        .filter(|x| a.tools.iter().any(|id| id == x.id))
+        .collect();
+    if a.mode == "cold" {
+        // the very first look at this fresh table
+        let Some(tool) = sel.first() else { return 2 };
+        let (ms, rss, code) = timed_once(tool);
+        let v = json!({"id": tool.id, "cold_ms": ms, "cold_rss_kib": rss, "exit": code,
+                       "build_s": tv.get("build_s")});
+        let _ = std::fs::write(a.dir.join(format!("cold-{}.json", tool.id)), v.to_string());
+        eprintln!("sockbench: [{}] cold first run {ms:.1} ms", a.tag);
+        return 0;
+    }
+    let mut checks = Vec::new();
+    let mut check_secs = std::collections::BTreeMap::new();
+    let chk = a.dir.join("check");
+    let _ = std::fs::create_dir_all(&chk);
+    // the generator's truth against the floor's own count
+    match floor_truth(&a.env, t) {
+        Some(ft) => {
+            let o = check::gen_vs_floor(t, &ft);
+            eprintln!("sockbench: check {:<18} {} {}", "generator", if o.ok { "ok  " } else { "FAIL" }, o.detail);
+            checks.push(json!({"id": "generator", "ok": o.ok, "required": true, "detail": o.detail}));
+        }
+        None => checks.push(json!({"id": "generator", "ok": false, "required": true, "detail": "floor truth failed"})),
+    }
+    for tool in &sel {
+        let Some(spec) = &tool.check else { continue };
+        let before = floor_truth(&a.env, t).map(|f| f.0);
+        let (out, code, secs) = capture(&spec.argv, Duration::from_secs(600));
+        let after = floor_truth(&a.env, t).map(|f| f.0);
+        check_secs.insert(tool.id, secs);
+        let mut lo = t.tw_min;
+        let mut hi = t.tw_max;
+        for x in [before, after].into_iter().flatten() {
+            lo = lo.min(x);
+            hi = hi.max(x);
+        }
+        let lines = out.lines().count();
+        let keep: String = if lines > 3000 {
+            out.lines().take(3000).collect::<Vec<_>>().join("\n")
+                + &format!("\n... ({lines} lines in all)\n")
+        } else {
+            out.clone()
+        };
+        let _ = std::fs::write(chk.join(format!("{}.txt", tool.id)), keep);
+        let o = match spec.parser {
+            Parser::Floor => check::compare_floor(out.lines().last().unwrap_or(""), t, (lo, hi)),
+            Parser::SockstatTable => {
+                check::compare_rows(check::parse_sockstat_table(&out), t, (lo, hi))
+            }
+            Parser::SockstatJson => match check::parse_sockstat_json(&out) {
+                Some((recs, st)) => {
+                    let mut o = check::compare(&recs, t, spec.scope, (lo, hi), spec.owners);
+                    if !spec.owners
+                        && tool.id == "sockstat-noowners"
+                        && st.keys().any(|k| k != "not_requested")
+                    {
+                        o.ok = false;
+                        o.detail = format!("owners_status {st:?}; {}", o.detail);
+                    }
+                    o
+                }
+                None => check::Outcome {
+                    ok: false,
+                    detail: format!("no schema-1 JSON (exit {code})"),
+                },
+            },
+            p => {
+                let recs = match p {
+                    Parser::Ss => check::parse_ss(&out),
+                    Parser::Netstat => check::parse_netstat(&out),
+                    Parser::Lsof => check::parse_lsof(&out),
+                    Parser::Psutil => check::parse_psutil(&out),
+                    _ => check::parse_debsockstat(&out),
+                };
+                check::compare(&recs, t, spec.scope, (lo, hi), spec.owners)
+            }
+        };
+        eprintln!(
+            "sockbench: check {:<18} {} {} ({:.2} s)",
+            tool.id,
+            if o.ok {
+                "ok  "
+            } else if spec.required {
+                "FAIL"
+            } else {
+                "diff"
+            },
+            o.detail,
+            secs
+        );
+        checks.push(json!({"id": tool.id, "ok": o.ok, "required": spec.required, "detail": o.detail,
+                           "scope": format!("{:?}", spec.scope), "exit": code, "tw_range": [lo, hi]}));
+    }
+    let mut timings = Vec::new();
+    if a.mode == "warm" {
+        for tool in &sel {
+            if crate::STOP.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            let slow = check_secs.get(tool.id).copied().unwrap_or(0.0) > 2.0;
+            let runs = if slow && a.n >= 150_000 {
+                a.runs.min(5)
+            } else {
+                a.runs
+            };
+            let hf = a.dir.join(format!("hf-{}.json", tool.id));
+            let log = std::fs::File::create(a.dir.join(format!("hf-{}.log", tool.id))).ok();
+            let mut cmd = Command::new("hyperfine");
+            cmd.args([
+                "-N",
+                "-i",
+                "--warmup",
+                "1",
+                "--runs",
+                &runs.to_string(),
+                "--style",
+                "basic",
+                "--export-json",
+            ])
+            .arg(&hf)
+            .arg(format!("sh -c '{}'", tool.shell()));
+            if let Some(l) = log {
+                cmd.stdout(l.try_clone().map(Stdio::from).unwrap_or(Stdio::null()))
+                    .stderr(Stdio::from(l));
+            }
+            let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
+            // one more warm run for the peak RSS
+            let (rss_ms, rss, code) = timed_once(tool);
+            let hv: Value = std::fs::read_to_string(&hf)
+                .ok()
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or(Value::Null);
+            let r = &hv["results"][0];
+            let ms = |k: &str| r.get(k).and_then(Value::as_f64).map(|x| x * 1e3);
+            eprintln!(
+                "sockbench: time  {:<18} median {:>9.1} ms  min {:>9.1}  max {:>9.1}  rss {:>7} KiB{}",
+                tool.id,
+                ms("median").unwrap_or(f64::NAN),
+                ms("min").unwrap_or(f64::NAN),
+                ms("max").unwrap_or(f64::NAN),
+                rss,
+                if ok { "" } else { "  (hyperfine failed)" }
+            );
+            timings.push(json!({
+                "id": tool.id, "runs": runs, "median_ms": ms("median"), "min_ms": ms("min"), "max_ms": ms("max"),
+                "mean_ms": ms("mean"), "stddev_ms": ms("stddev"), "user_s": r.get("user"), "system_s": r.get("system"),
+                "rss_kib": rss, "rss_run_ms": rss_ms, "rss_run_exit": code, "command": format!("sh -c '{}'", tool.shell()),
+            }));
+        }
+    }
+    let v = json!({"n": a.n, "procs": a.procs, "truth": tv, "checks": checks, "timings": timings});
+    let _ = std::fs::write(
+        a.dir.join("main.json"),
+        serde_json::to_string_pretty(&v).unwrap(),
+    );
+    0
+}

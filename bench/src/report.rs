@@ -1,0 +1,728 @@
+//! Aggregates the per-scale results, computes the target ratios and writes BENCHMARKS.md.
+
+use crate::tools::{self, Env};
+use crate::Opts;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+pub struct Scale {
+    pub n: usize,
+    pub procs: usize,
+    pub truth: Value,
+    pub checks: Vec<Value>,
+    pub timings: BTreeMap<String, Value>,
+    pub cold: BTreeMap<String, Value>,
+}
+
+impl Scale {
+    pub fn failed_required(&self) -> usize {
+        self.checks
+            .iter()
+            .filter(|c| c["required"].as_bool() == Some(true) && c["ok"].as_bool() != Some(true))
+            .count()
+    }
+    fn median(&self, id: &str) -> Option<f64> {
+        self.timings.get(id)?.get("median_ms")?.as_f64()
+    }
+    fn rss_mib(&self, id: &str) -> Option<f64> {
+        Some(self.timings.get(id)?.get("rss_kib")?.as_f64()? / 1024.0)
+    }
+}
+
+pub fn scale_name(n: usize) -> String {
+    if n >= 1000 && n % 1000 == 0 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+pub fn load_scale(dir: &Path, n: usize, procs: usize) -> Option<Scale> {
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("main.json")).ok()?).ok()?;
+    let mut timings = BTreeMap::new();
+    for t in v["timings"].as_array().cloned().unwrap_or_default() {
+        timings.insert(t["id"].as_str().unwrap_or("").to_string(), t);
+    }
+    let mut cold = BTreeMap::new();
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with("cold-") && name.ends_with(".json") {
+            if let Some(c) = std::fs::read_to_string(e.path())
+                .ok()
+                .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+            {
+                cold.insert(c["id"].as_str().unwrap_or("").to_string(), c);
+            }
+        }
+    }
+    Some(Scale {
+        n,
+        procs,
+        truth: v["truth"].clone(),
+        checks: v["checks"].as_array().cloned().unwrap_or_default(),
+        timings,
+        cold,
+    })
+}
+
+pub fn print_scale(s: &Scale) {
+    eprintln!(
+        "sockbench: scale {} done: {} required checks failed",
+        scale_name(s.n),
+        s.failed_required()
+    );
+}
+
+// Baseline floor medians (ms) from shared/research/baseline.md, at 1k/10k/60k/200k.
+const BASE_SCALES: [usize; 4] = [1000, 10000, 60000, 200000];
+const BASE_FLOOR: [(&str, [f64; 4]); 4] = [
+    ("floor-a", [4.0, 11.0, 56.0, 188.0]),
+    ("floor-b", [8.0, 46.0, 201.0, 838.0]),
+    ("floor-c", [10.0, 53.0, 289.0, 976.0]),
+    ("floor-d", [7.0, 46.0, 146.0, 522.0]),
+];
+
+fn baseline_at(vals: &[f64; 4], n: usize) -> Option<(f64, bool)> {
+    if let Some(i) = BASE_SCALES.iter().position(|&x| x == n) {
+        return Some((vals[i], false));
+    }
+    for i in 0..3 {
+        let (a, b) = (BASE_SCALES[i], BASE_SCALES[i + 1]);
+        if n > a && n < b {
+            let f = (n - a) as f64 / (b - a) as f64;
+            return Some((vals[i] + (vals[i + 1] - vals[i]) * f, true));
+        }
+    }
+    None
+}
+
+fn fmt_ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{:.0}", x)
+    } else if x >= 10.0 {
+        format!("{:.1}", x)
+    } else {
+        format!("{:.2}", x)
+    }
+}
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| {
+            let mut s = String::from_utf8_lossy(&o.stdout).to_string();
+            s.push_str(&String::from_utf8_lossy(&o.stderr));
+            s.trim().to_string()
+        })
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").trim().to_string()
+}
+
+pub struct Report {
+    pub summary: String,
+    pub markdown: String,
+}
+
+struct Target {
+    name: String,
+    value: String,
+    pass: Option<bool>,
+}
+
+fn targets(scales: &[Scale]) -> Vec<Target> {
+    let mut v = Vec::new();
+    let at = |n: usize| scales.iter().find(|s| s.n == n);
+    let main = at(100_000);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let s100 = |id: &str| main.and_then(|s| s.median(id));
+    let r = ratio(s100("ss-tuanp"), s100("sockstat-46"));
+    v.push(Target {
+        name: "100k: `sockstat -4 -6` at least 6x faster than `ss -tuanp`".into(),
+        value: r
+            .map(|r| {
+                format!(
+                    "{r:.1}x ({} vs {} ms)",
+                    fmt_ms(s100("ss-tuanp").unwrap()),
+                    fmt_ms(s100("sockstat-46").unwrap())
+                )
+            })
+            .unwrap_or("n/a".into()),
+        pass: r.map(|r| r >= 6.0),
+    });
+    let r = ratio(s100("sockstat"), s100("floor-d"));
+    v.push(Target {
+        name: "100k: full listing within 1.2x of floor (d)".into(),
+        value: r
+            .map(|r| {
+                format!(
+                    "{r:.2}x ({} vs {} ms)",
+                    fmt_ms(s100("sockstat").unwrap()),
+                    fmt_ms(s100("floor-d").unwrap())
+                )
+            })
+            .unwrap_or("n/a".into()),
+        pass: r.map(|r| r <= 1.2),
+    });
+    let r = ratio(s100("sockstat-noowners"), s100("ss-tuan"));
+    v.push(Target {
+        name: "100k: `--no-owners` within 1.2x of `ss -tuan`".into(),
+        value: r
+            .map(|r| {
+                format!(
+                    "{r:.2}x ({} vs {} ms)",
+                    fmt_ms(s100("sockstat-noowners").unwrap()),
+                    fmt_ms(s100("ss-tuan").unwrap())
+                )
+            })
+            .unwrap_or("n/a".into()),
+        pass: r.map(|r| r <= 1.2),
+    });
+    let rss: Option<(f64, String)> = main.and_then(|s| {
+        s.timings
+            .keys()
+            .filter(|k| k.starts_with("sockstat"))
+            .filter_map(|k| s.rss_mib(k).map(|m| (m, k.clone())))
+            .max_by(|a, b| a.0.partial_cmp(&b.0).unwrap())
+    });
+    v.push(Target {
+        name: "100k: peak RSS under 64 MiB (largest of the sockstat variants)".into(),
+        value: rss
+            .as_ref()
+            .map(|(m, k)| format!("{m:.1} MiB ({k})"))
+            .unwrap_or("n/a".into()),
+        pass: rss.map(|(m, _)| m < 64.0),
+    });
+    let m = |n: usize| at(n).and_then(|s| s.median("sockstat"));
+    let marg = match (m(10_000), m(100_000), m(200_000)) {
+        (Some(a), Some(b), Some(c)) => {
+            let lo = (b - a) / 90_000.0;
+            let hi = (c - b) / 100_000.0;
+            Some((hi / lo, lo, hi))
+        }
+        _ => None,
+    };
+    v.push(Target {
+        name: "marginal cost per socket 100k→200k at most 1.3x that of 10k→100k (`sockstat`)"
+            .into(),
+        value: marg
+            .map(|(r, lo, hi)| format!("{r:.2}x ({:.2} vs {:.2} µs/socket)", hi * 1e3, lo * 1e3))
+            .unwrap_or("n/a (needs the 10k, 100k and 200k scales)".into()),
+        pass: marg.map(|(r, _, _)| r <= 1.3),
+    });
+    v
+}
+
+fn pass_word(p: Option<bool>) -> &'static str {
+    match p {
+        Some(true) => "PASS",
+        Some(false) => "MISS",
+        None => "n/a",
+    }
+}
+
+pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
+    let tools = tools::all_tools(env);
+    let mut md = String::new();
+    let mut sum = String::new();
+    let names: Vec<String> = scales.iter().map(|s| scale_name(s.n)).collect();
+    let largest = scales.iter().max_by_key(|s| s.n);
+
+    // --- main table
+    let _ = writeln!(md, "# sockstat benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Generated by `sockbench` (bench/). Every number below is as measured by the run described in \
+         [Reproduce](#reproduce); nothing is edited by hand. Each scale runs in a fresh private network and pid \
+         namespace, so the socket table and /proc hold only the workload (see [Method](#method)).\n"
+    );
+    let _ = writeln!(
+        md,
+        "## Wall time: median ms (min–max), output to /dev/null, warm\n"
+    );
+    let mut hdr = String::from("| tool |");
+    let mut sep = String::from("|---|");
+    for n in &names {
+        let _ = write!(hdr, " {n} |");
+        sep.push_str("---|");
+    }
+    if let Some(l) = largest {
+        let _ = write!(hdr, " {} cpu s |", scale_name(l.n));
+        sep.push_str("---|");
+    }
+    let _ = writeln!(md, "{hdr}\n{sep}");
+    let _ = writeln!(sum, "\nmedian ms (min-max) per scale:");
+    let _ = writeln!(
+        sum,
+        "{:<22}{}",
+        "tool",
+        names.iter().map(|n| format!("{n:>26}")).collect::<String>()
+    );
+    for t in &tools {
+        if !scales.iter().any(|s| s.timings.contains_key(t.id)) {
+            continue;
+        }
+        let mut row = format!("| {} |", t.label);
+        let mut srow = format!("{:<22}", t.id);
+        for s in scales {
+            match s.timings.get(t.id) {
+                Some(x) => {
+                    let (md_, mi, ma) = (
+                        x["median_ms"].as_f64(),
+                        x["min_ms"].as_f64(),
+                        x["max_ms"].as_f64(),
+                    );
+                    match (md_, mi, ma) {
+                        (Some(a), Some(b), Some(c)) => {
+                            let _ =
+                                write!(row, " **{}** ({}–{}) |", fmt_ms(a), fmt_ms(b), fmt_ms(c));
+                            let _ = write!(
+                                srow,
+                                "{:>26}",
+                                format!("{} ({}-{})", fmt_ms(a), fmt_ms(b), fmt_ms(c))
+                            );
+                        }
+                        _ => {
+                            row.push_str(" failed |");
+                            let _ = write!(srow, "{:>26}", "failed");
+                        }
+                    }
+                }
+                None => {
+                    row.push_str(" – |");
+                    let _ = write!(srow, "{:>26}", "-");
+                }
+            }
+        }
+        if let Some(l) = largest {
+            let cpu = l
+                .timings
+                .get(t.id)
+                .and_then(|x| Some(x["user_s"].as_f64()? + x["system_s"].as_f64()?));
+            let _ = write!(
+                row,
+                " {} |",
+                cpu.map(|c| format!("{c:.2}")).unwrap_or("–".into())
+            );
+        }
+        let _ = writeln!(md, "{row}");
+        let _ = writeln!(sum, "{srow}");
+    }
+    let runs: Vec<String> = scales
+        .iter()
+        .map(|s| {
+            let mut r: Vec<u64> = s
+                .timings
+                .values()
+                .filter_map(|t| t["runs"].as_u64())
+                .collect();
+            r.sort_unstable();
+            r.dedup();
+            format!(
+                "{}: {}",
+                scale_name(s.n),
+                r.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        md,
+        "\nRuns per cell after one uncounted warm-up: {} (5 for tools slower than 2 s at 200k). \
+         Every command runs as `sh -c 'exec TOOL >/dev/null 2>&1'` under `hyperfine -N`, so each cell includes \
+         the wrapper (last row), as in baseline.md. cpu s = mean user+system seconds per run.\n",
+        runs.join(", ")
+    );
+
+    // --- cold
+    if scales.iter().any(|s| !s.cold.is_empty()) {
+        let _ = writeln!(md, "## Cold first run: ms (warm median in brackets)\n");
+        let _ = writeln!(
+            md,
+            "The first run of each tool on a table it has never seen: a fresh namespace and a fresh `sockgen` \
+             table per tool, and the tool is the first thing that reads it. The extra cost is procfs building \
+             the /proc/PID/fd dentries and inodes on first use (dropping caches does not bring it back).\n"
+        );
+        let _ = writeln!(
+            md,
+            "| tool | {} |\n|---|{}",
+            names.join(" | "),
+            "---|".repeat(names.len())
+        );
+        let _ = writeln!(sum, "\ncold first run ms (warm median):");
+        for t in &tools {
+            if !scales.iter().any(|s| s.cold.contains_key(t.id)) {
+                continue;
+            }
+            let mut row = format!("| {} |", t.label);
+            let mut srow = format!("{:<22}", t.id);
+            for s in scales {
+                match s.cold.get(t.id).and_then(|c| c["cold_ms"].as_f64()) {
+                    Some(c) => {
+                        let w = s.median(t.id).map(fmt_ms).unwrap_or("–".into());
+                        let _ = write!(row, " **{}** ({w}) |", fmt_ms(c));
+                        let _ = write!(srow, "{:>26}", format!("{} ({w})", fmt_ms(c)));
+                    }
+                    None => {
+                        row.push_str(" – |");
+                        let _ = write!(srow, "{:>26}", "-");
+                    }
+                }
+            }
+            let _ = writeln!(md, "{row}");
+            let _ = writeln!(sum, "{srow}");
+        }
+        let _ = writeln!(md);
+    }
+
+    // --- RSS
+    let _ = writeln!(md, "## Peak RSS, MiB (one warm run, wait4 ru_maxrss: the number `/usr/bin/time -f %M` prints)\n");
+    let _ = writeln!(
+        md,
+        "| tool | {} |\n|---|{}",
+        names.join(" | "),
+        "---|".repeat(names.len())
+    );
+    for t in &tools {
+        if !scales.iter().any(|s| s.timings.contains_key(t.id)) {
+            continue;
+        }
+        let mut row = format!("| {} |", t.label);
+        for s in scales {
+            match s.rss_mib(t.id) {
+                Some(m) => {
+                    let _ = write!(row, " {m:.1} |");
+                }
+                None => row.push_str(" – |"),
+            }
+        }
+        let _ = writeln!(md, "{row}");
+    }
+    let _ = writeln!(md);
+
+    // --- targets
+    let tg = targets(scales);
+    let _ = writeln!(md, "## Targets (issue 3; reported, not asserted)\n");
+    let _ = writeln!(md, "| target | measured | |\n|---|---|---|");
+    let _ = writeln!(sum, "\ntargets:");
+    for t in &tg {
+        let _ = writeln!(
+            md,
+            "| {} | {} | **{}** |",
+            t.name,
+            t.value,
+            pass_word(t.pass)
+        );
+        let _ = writeln!(sum, "{:<5} {} — {}", pass_word(t.pass), t.name, t.value);
+    }
+    let _ = writeln!(md);
+
+    // --- floor vs baseline
+    let _ = writeln!(md, "## Floor against baseline.md (must be within 30 %)\n");
+    let _ = writeln!(
+        md,
+        "The floor is `sockfloor` (bench/src/bin/sockfloor.rs), which shares no code with sockstat. Its medians \
+         are compared with the floor rows of shared/research/baseline.md (same workload mix and process counts; \
+         100k is interpolated linearly between baseline's 60k and 200k). A floor much slower than the baseline \
+         would flatter sockstat.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| row | scale | here ms | baseline ms | ratio | |\n|---|---|---|---|---|---|"
+    );
+    let _ = writeln!(sum, "\nfloor vs baseline.md:");
+    for (id, vals) in BASE_FLOOR {
+        for s in scales {
+            let (Some(here), Some((base, interp))) = (s.median(id), baseline_at(&vals, s.n)) else {
+                continue;
+            };
+            let r = here / base;
+            let ok = (r - 1.0).abs() <= 0.30;
+            let word = if ok {
+                "within 30 %"
+            } else if r > 1.0 {
+                "SLOWER than baseline by more than 30 %"
+            } else {
+                "faster than baseline by more than 30 %"
+            };
+            let _ = writeln!(
+                md,
+                "| {id} | {} | {} | {}{} | {r:.2} | {word} |",
+                scale_name(s.n),
+                fmt_ms(here),
+                fmt_ms(base),
+                if interp { " (interp.)" } else { "" }
+            );
+            let _ = writeln!(
+                sum,
+                "{id:<8} {:>5} here {:>8} baseline {:>8} ratio {r:.2} {word}",
+                scale_name(s.n),
+                fmt_ms(here),
+                fmt_ms(base)
+            );
+        }
+    }
+    let _ = writeln!(md);
+
+    // --- correctness
+    let _ = writeln!(
+        md,
+        "## Correctness (what each tool reported against what the generator made)\n"
+    );
+    let _ = writeln!(
+        md,
+        "One captured run per tool, compared on the scope the tool claims: sockets other than TIME_WAIT exactly \
+         per category (tcp4/tcp6 listen and other states, udp4/udp6, unix stream/dgram), TIME_WAIT within the range \
+         the generator keeps (widened by `sockfloor truth` taken right before and after the run), and the per-pid \
+         socket counts for tools that map owners. The TIME_WAIT trickle's own short-lived sockets (port 1999 at one \
+         end) are left out on both sides. `generator` compares the generator's truth with the floor's independent \
+         count. ok = matches; **FAIL** = a required match (the kit, ss or sockstat) failed; diff = a peer differs \
+         (see baseline.md's correctness table for the known cases).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| tool | scope | {} |\n|---|---|{}",
+        names.join(" | "),
+        "---|".repeat(names.len())
+    );
+    let mut ids: Vec<String> = vec!["generator".into()];
+    ids.extend(
+        tools
+            .iter()
+            .filter(|t| t.check.is_some())
+            .map(|t| t.id.to_string()),
+    );
+    let _ = writeln!(sum, "\ncorrectness:");
+    for id in ids {
+        let mut row = String::new();
+        let mut scope = String::new();
+        let mut any = false;
+        for s in scales {
+            match s.checks.iter().find(|c| c["id"].as_str() == Some(&id)) {
+                Some(c) => {
+                    any = true;
+                    scope = c["scope"].as_str().unwrap_or("").to_string();
+                    let ok = c["ok"].as_bool() == Some(true);
+                    let req = c["required"].as_bool() == Some(true);
+                    let detail = c["detail"].as_str().unwrap_or("");
+                    let word = if ok {
+                        "ok"
+                    } else if req {
+                        "**FAIL**"
+                    } else {
+                        "diff"
+                    };
+                    if ok {
+                        let _ = write!(row, " ok |");
+                    } else {
+                        let _ = write!(row, " {word}: {} |", detail.replace('|', "/"));
+                    }
+                    let _ = writeln!(
+                        sum,
+                        "{:<5} {:<18} {:>5} {}",
+                        if ok {
+                            "ok"
+                        } else if req {
+                            "FAIL"
+                        } else {
+                            "diff"
+                        },
+                        id,
+                        scale_name(s.n),
+                        detail
+                    );
+                }
+                None => row.push_str(" – |"),
+            }
+        }
+        if any {
+            let label = tools
+                .iter()
+                .find(|t| t.id == id)
+                .map(|t| t.label.clone())
+                .unwrap_or(format!("`{id}`"));
+            let _ = writeln!(md, "| {label} | {scope} |{row}");
+        }
+    }
+    let _ = writeln!(md);
+
+    // --- workload
+    let _ = writeln!(
+        md,
+        "## Workload per scale (from the generator's truth file)\n"
+    );
+    let _ = writeln!(
+        md,
+        "| scale | procs | total sockets | TCP listen / other / TIME_WAIT | UDP | unix stream / dgram | socket fds | non-socket fds | table build s |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for s in scales {
+        let t = &s.truth;
+        let c = |k: &str| t["counts"][k].as_u64().unwrap_or(0);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} / {} / {} | {} | {} / {} | {} | {} | {} |",
+            scale_name(s.n),
+            s.procs,
+            t["total_sockets"],
+            c("tcp4_listen") + c("tcp6_listen"),
+            c("tcp4_estab") + c("tcp6_estab"),
+            t["tw"]["expected"],
+            c("udp4") + c("udp6"),
+            c("unix_stream"),
+            c("unix_dgram"),
+            t["socket_fds"],
+            t["nonsocket_fds"],
+            t["build_s"]
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nplus the coordinator and the TIME_WAIT helper processes. About 20 % of TCP and UDP is on ::1, the rest \
+         on 127.0.0.0/8. Each TCP connection has its two ends in two different processes. Non-socket fds are \
+         regular files, /dev/null, pipes and eventfds, plus each process's stdio and control pipe.\n"
+    );
+
+    // --- machine
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().map(|l| l.to_string()))
+        .unwrap_or_default();
+    let kernel = sh("uname", &["-r"]);
+    let nproc = sh("nproc", &[]);
+    let _ = writeln!(md, "## Machine and tool versions\n");
+    let _ = writeln!(
+        md,
+        "* nproc: {nproc}; CPU: {cpu}; {}; kernel {kernel}",
+        mem.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    let _ = writeln!(
+        md,
+        "* sockstat: {} (git {})",
+        env.sockstat
+            .as_ref()
+            .map(|p| first_line(&sh(&p.display().to_string(), &["--version"])))
+            .unwrap_or("not measured".into()),
+        first_line(&sh(
+            "git",
+            &[
+                "-C",
+                &crate::workspace_root().display().to_string(),
+                "rev-parse",
+                "--short",
+                "HEAD"
+            ]
+        ))
+    );
+    let _ = writeln!(md, "* {}", first_line(&sh("ss", &["-V"])));
+    let _ = writeln!(md, "* {}", first_line(&sh("netstat", &["-V"])));
+    let lsofv = sh("lsof", &["-v"]);
+    let _ = writeln!(
+        md,
+        "* lsof {}",
+        lsofv
+            .lines()
+            .find(|l| l.contains("revision:") && !l.contains("latest"))
+            .map(|l| l.split(':').nth(1).unwrap_or("").trim())
+            .unwrap_or("?")
+    );
+    if let Some(py) = &env.python {
+        let _ = writeln!(
+            md,
+            "* psutil {} on {}",
+            sh(
+                &py.display().to_string(),
+                &["-c", "import psutil; print(psutil.__version__)"]
+            ),
+            sh(&py.display().to_string(), &["-V"])
+        );
+    }
+    let _ = writeln!(
+        md,
+        "* Debian sockstat {}",
+        sh("dpkg-query", &["-W", "-f", "${Version}", "sockstat"])
+    );
+    let _ = writeln!(
+        md,
+        "* {}; {}; {}",
+        first_line(&sh("hyperfine", &["--version"])),
+        first_line(&sh("rustc", &["--version"])),
+        first_line(&sh("unshare", &["--version"]))
+    );
+    let _ = writeln!(md);
+
+    // --- method and reproduce
+    let scales_arg: Vec<String> = scales
+        .iter()
+        .map(|s| format!("{}:{}", scale_name(s.n), s.procs))
+        .collect();
+    let _ = writeln!(md, "## Reproduce\n");
+    let _ = writeln!(
+        md,
+        "As root on Linux, from the workspace root:\n\n```sh\napt-get update && apt-get install -y hyperfine sockstat lsof net-tools iproute2\npip install psutil\ncargo run --release -p sockstat-bench --bin sockbench -- run{}\n```\n",
+        if o.scales.len() == 4 && o.scales.iter().map(|x| x.0).eq([1000, 10000, 100000, 200000]) {
+            String::new()
+        } else {
+            format!(" --scales {}", scales_arg.join(","))
+        }
+    );
+    let _ = writeln!(
+        md,
+        "The runner builds `target/release/sockstat` (`cargo build --release -p sockstat-cli`; `--no-build`, \
+         `--sockstat PATH` or `--no-sockstat` to change that), writes raw results to `bench/out/<scale>/` \
+         (`main.json`, hyperfine JSON `hf-*.json`, `cold-*.json`, the generator's `truth-*.json`, the captured \
+         tool outputs in `check/`) and this file. Options: `--scales 1k,10k,100k,200k` (N or N:PROCS), `--runs N`, \
+         `--cold all|sockstat|none`, `--tools id,id,...`, `--doc FILE|--no-doc`. Ctrl-C stops it; every \
+         namespace and process it made goes with it (`unshare --kill-child`, PR_SET_PDEATHSIG).\n\n\
+         Only the correctness check, at a small scale: `cargo run --release -p sockstat-bench --bin sockbench -- check -n 300 -p 10`. \
+         The workload alone, in the current namespace: `target/release/sockgen -n 10k -p 100 --truth truth.json` \
+         (prints `READY ...`, holds the table until SIGTERM/SIGINT or its parent dies). The floor alone: \
+         `target/release/sockfloor dump|scan|join|par|truth [--reps K]`.\n"
+    );
+    let _ = writeln!(md, "## Method\n");
+    let _ = writeln!(
+        md,
+        "* Per scale, one `unshare --net --pid --fork --mount-proc --kill-child` runs `sockbench inner` as pid 1: it \
+         brings `lo` up, sets `net.ipv4.ip_local_port_range` to 20000–65535 (namespace-local), mounts a tmpfs \
+         for the unix socket files, starts `sockgen -n N -p P`, waits for its READY line, checks every tool, \
+         then times every tool with hyperfine and does one more run per tool for the peak RSS.\n\
+         * Cold rows: one more namespace per tool, with a fresh table, where that tool's single run is the first \
+         reader of /proc and sock_diag after the table is built.\n\
+         * `sockgen` (bench/src/bin/sockgen.rs) makes, as fractions of N: TCP listeners 2 %, established loopback \
+         connections 40 % (each connection's two ends in two different worker processes), TIME_WAIT 5 %, UDP 10 % \
+         (bound, and 1 in 5 connected to another process's socket), unix stream 30 % (listeners on paths and \
+         abstract names, connections through them, socketpairs), unix dgram 13 % (/dev/log-like receivers with \
+         about 9 connected clients each, socketpairs), plus about 0.47 non-socket fds per socket. It raises \
+         RLIMIT_NOFILE, sets PR_SET_PDEATHSIG in every child and cleans up on SIGTERM/SIGINT/SIGHUP.\n\
+         * TIME_WAIT is kept steady: a helper process re-opens and closes each TIME_WAIT 4-tuple every 50 s (binding \
+         the same source address and port, which replaces the old TIME_WAIT entry), so TIME_WAIT sockets come and \
+         go at N×5 %/50 s per second while their count stays at N×5 %.\n\
+         * The TCP established hash (262144 buckets here) is host-wide; each namespace is torn down before the next \
+         starts.\n\
+         * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n"
+    );
+    Report {
+        summary: sum,
+        markdown: md,
+    }
+}
