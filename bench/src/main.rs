@@ -24,6 +24,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Niceness of everything in the benchmark namespaces (tools, hyperfine, sockgen).
+pub const NICE: libc::c_int = -15;
+
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -179,8 +182,9 @@ fn outer(mut o: Opts) -> i32 {
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
-            eprintln!("sockbench: building sockstat failed; going on without it");
-            o.sockstat = None;
+            eprintln!(
+                "sockbench: building sockstat failed; using the existing binary if there is one"
+            );
         }
     }
     if let Some(s) = &o.sockstat {

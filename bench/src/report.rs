@@ -719,7 +719,9 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          go at N×5 %/50 s per second while their count stays at N×5 %.\n\
          * The TCP established hash (262144 buckets here) is host-wide; each namespace is torn down before the next \
          starts.\n\
-         * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n"
+         * Everything in the benchmark namespaces runs at nice {} to shield it a little from other load on the machine.\n\
+         * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n",
+        crate::NICE
     );
     Report {
         summary: sum,
