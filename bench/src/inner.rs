@@ -181,10 +181,26 @@ fn capture(argv: &[String], timeout: Duration) -> (String, i32, f64) {
     (String::from_utf8_lossy(&s).into_owned(), code, secs)
 }
 
-/// One run of `sh -c 'exec TOOL >/dev/null 2>&1'`: (wall ms, peak RSS KiB from wait4, exit code).
-fn timed_once(t: &Tool) -> (f64, u64, i32) {
+/// One run of `sh -c 'exec TOOL >/dev/null 2>&1'`: (wall ms, peak RSS KiB, exit code).
+///
+/// The peak RSS comes from `/usr/bin/time -f %M`: its fork()ed child starts from time's
+/// small address space. (Spawning the tool straight from this process would report at
+/// least this process's own RSS, since ru_maxrss carries the pre-exec high-water mark.)
+fn timed_once(t: &Tool, rss_file: &std::path::Path) -> (f64, u64, i32) {
+    let gnu_time = std::path::Path::new("/usr/bin/time");
     let t0 = Instant::now();
-    let Ok(child) = Command::new("sh").args(["-c", &t.shell()]).spawn() else {
+    let mut cmd = if gnu_time.is_file() {
+        let mut c = Command::new(gnu_time);
+        c.args(["-f", "%M", "-o"])
+            .arg(rss_file)
+            .args(["sh", "-c", &t.shell()]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", &t.shell()]);
+        c
+    };
+    let Ok(child) = cmd.spawn() else {
         return (0.0, 0, 127);
     };
     let mut status = 0;
@@ -201,7 +217,19 @@ fn timed_once(t: &Tool) -> (f64, u64, i32) {
     } else {
         -1
     };
-    (ms, ru.ru_maxrss as u64, code)
+    let rss = if gnu_time.is_file() {
+        std::fs::read_to_string(rss_file)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .filter_map(|l| l.trim().parse::<u64>().ok())
+                    .next_back()
+            })
+            .unwrap_or(0)
+    } else {
+        ru.ru_maxrss as u64
+    };
+    (ms, rss, code)
 }
 
 fn floor_truth(env: &Env, t: &Truth) -> Option<check::FloorCount> {
@@ -225,7 +253,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
     if a.mode == "cold" {
         // the very first look at this fresh table
         let Some(tool) = sel.first() else { return 2 };
-        let (ms, rss, code) = timed_once(tool);
+        let (ms, rss, code) = timed_once(tool, &a.dir.join(format!("rss-cold-{}.txt", tool.id)));
         let v = json!({"id": tool.id, "cold_ms": ms, "cold_rss_kib": rss, "exit": code,
                        "build_s": tv.get("build_s")});
         let _ = std::fs::write(a.dir.join(format!("cold-{}.json", tool.id)), v.to_string());
@@ -348,7 +376,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             }
             let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
             // one more warm run for the peak RSS
-            let (rss_ms, rss, code) = timed_once(tool);
+            let (rss_ms, rss, code) = timed_once(tool, &a.dir.join(format!("rss-{}.txt", tool.id)));
             let hv: Value = std::fs::read_to_string(&hf)
                 .ok()
                 .and_then(|s| serde_json::from_str(&s).ok())

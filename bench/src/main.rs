@@ -8,7 +8,7 @@
 //! (`unshare --net --pid --fork --mount-proc --kill-child`), brings `lo` up, builds the
 //! table with `sockgen`, checks what every tool reports against the generator's truth,
 //! times every tool with hyperfine (warm-up 1, then N runs; medians and min-max), takes
-//! one peak-RSS run per tool (wait4 ru_maxrss, what /usr/bin/time %M reads) and, in a
+//! one peak-RSS run per tool (`/usr/bin/time -f %M`) and, in a
 //! fresh namespace and table per tool, the cold first run. Results go to `bench/out/`
 //! (raw hyperfine JSON and tool outputs) and `doc/BENCHMARKS.md`.
 //!

@@ -389,7 +389,10 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
     }
 
     // --- RSS
-    let _ = writeln!(md, "## Peak RSS, MiB (one warm run, wait4 ru_maxrss: the number `/usr/bin/time -f %M` prints)\n");
+    let _ = writeln!(
+        md,
+        "## Peak RSS, MiB (one warm run, `/usr/bin/time -f %M`)\n"
+    );
     let _ = writeln!(
         md,
         "| tool | {} |\n|---|{}",
