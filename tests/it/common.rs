@@ -1,0 +1,668 @@
+//! Shared helpers: running sockstat, validating its JSON, parsing its table, holders, network
+//! namespaces.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+pub use sockstat_testkit::{Addr, Item, Report, Sock};
+
+/// The binary under test.
+pub const SOCKSTAT: &str = env!("CARGO_BIN_EXE_sockstat");
+
+/// How long any one command may take before the test fails (the suite must never hang).
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Returns from the test, loudly, when not root.
+macro_rules! require_root {
+    ($what:expr) => {
+        if !$crate::common::is_root() {
+            eprintln!("SKIPPED: {} needs root", $what);
+            return;
+        }
+    };
+}
+pub(crate) use require_root;
+
+/// A name unique to this test process and call: `tag-<pid>-<n>`.
+pub fn unique(tag: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A temporary directory others may traverse (0755), for paths a holder binds or a dropped
+/// user must reach.
+pub fn tempdir() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("sst")
+        .tempdir()
+        .expect("tempdir");
+    set_mode(d.path(), 0o755);
+    d
+}
+
+pub fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running sockstat
+
+/// What a command did.
+#[derive(Debug)]
+pub struct Out {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stdout_raw: Vec<u8>,
+    pub stderr: String,
+    pub what: String,
+}
+
+impl Out {
+    /// Asserts exit status 0 and no panic; returns self.
+    pub fn ok(self) -> Out {
+        assert_eq!(self.code, Some(0), "{} failed: {self:#?}", self.what);
+        self.no_panic()
+    }
+
+    pub fn no_panic(self) -> Out {
+        assert!(
+            !self.stderr.contains("panicked"),
+            "{} panicked: {}",
+            self.what,
+            self.stderr
+        );
+        self
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    pub fn json(&self) -> Value {
+        let v: Value = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{}: not JSON ({e}):\n{}", self.what, self.stdout));
+        validate(&v);
+        v
+    }
+
+    pub fn table(&self) -> Table {
+        parse_table(&self.stdout, true)
+    }
+}
+
+/// A command line to run: sockstat (or another program), optionally inside a network namespace
+/// or under another prefix (setpriv).
+pub struct Cmd {
+    prefix: Vec<OsString>,
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, Option<OsString>)>,
+}
+
+/// `sockstat ARGS` (NO_COLOR and TERM removed from the environment, so tests start neutral).
+pub fn sockstat<S: AsRef<OsStr>>(args: &[S]) -> Cmd {
+    Cmd {
+        prefix: Vec::new(),
+        program: SOCKSTAT.into(),
+        args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
+        env: vec![("NO_COLOR".into(), None), ("TERM".into(), None)],
+    }
+}
+
+impl Cmd {
+    pub fn program(mut self, p: impl AsRef<OsStr>) -> Cmd {
+        self.program = p.as_ref().to_owned();
+        self
+    }
+
+    pub fn arg(mut self, a: impl AsRef<OsStr>) -> Cmd {
+        self.args.push(a.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<S: AsRef<OsStr>>(mut self, a: &[S]) -> Cmd {
+        self.args.extend(a.iter().map(|x| x.as_ref().to_owned()));
+        self
+    }
+
+    pub fn prefix<S: AsRef<OsStr>>(mut self, p: &[S]) -> Cmd {
+        let mut new: Vec<OsString> = p.iter().map(|x| x.as_ref().to_owned()).collect();
+        new.append(&mut self.prefix);
+        self.prefix = new;
+        self
+    }
+
+    pub fn netns(self, ns: &Netns) -> Cmd {
+        self.prefix(&["ip", "netns", "exec", ns.name.as_str()])
+    }
+
+    pub fn env(mut self, k: &str, v: &str) -> Cmd {
+        self.env.push((k.into(), Some(v.into())));
+        self
+    }
+
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .prefix
+            .iter()
+            .chain(std::iter::once(&self.program))
+            .chain(self.args.iter())
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        if let Some(p) = parts.iter_mut().find(|p| p.as_str() == SOCKSTAT) {
+            *p = "sockstat".into();
+        }
+        parts.join(" ")
+    }
+
+    pub fn command(&self) -> Command {
+        let mut c = match self.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&self.program);
+                c
+            }
+            None => Command::new(&self.program),
+        };
+        c.args(&self.args);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c
+    }
+
+    /// Runs to completion (with a timeout), capturing everything.
+    pub fn run(self) -> Out {
+        let what = self.describe();
+        let mut c = self.command();
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = c
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+        let pid = child.id();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let output = match rx.recv_timeout(COMMAND_TIMEOUT) {
+            Ok(o) => o.expect("wait"),
+            Err(_) => {
+                // SAFETY: kill on the pid of a child we spawned and have not reaped.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                panic!("{what} did not finish within {COMMAND_TIMEOUT:?}");
+            }
+        };
+        Out {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stdout_raw: output.stdout,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            what,
+        }
+    }
+
+    /// Runs and asserts success.
+    pub fn ok(self) -> Out {
+        self.run().ok()
+    }
+
+    /// Adds `--json`, runs, asserts success, parses and validates against the schema.
+    pub fn json(self) -> Value {
+        self.arg("--json").ok().json()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+fn validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/doc/sockstat.schema.json");
+        let text = std::fs::read_to_string(path).expect("doc/sockstat.schema.json");
+        let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+        jsonschema::validator_for(&schema).expect("schema compiles")
+    })
+}
+
+/// Validates a sockstat JSON document against doc/sockstat.schema.json.
+pub fn validate(v: &Value) {
+    let errors: Vec<String> = validator()
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "JSON does not match doc/sockstat.schema.json:\n{}\n{}",
+        errors.join("\n"),
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    );
+}
+
+pub fn sockets(v: &Value) -> &Vec<Value> {
+    v["sockets"].as_array().expect("sockets array")
+}
+
+pub fn warnings(v: &Value) -> &Vec<Value> {
+    v["warnings"].as_array().expect("warnings array")
+}
+
+/// Sockets by id (sockets without id are left out).
+pub fn by_id(v: &Value) -> HashMap<u64, &Value> {
+    sockets(v)
+        .iter()
+        .filter_map(|s| Some((s["id"].as_u64()?, s)))
+        .collect()
+}
+
+/// The set of socket ids in a document.
+pub fn ids(v: &Value) -> BTreeSet<u64> {
+    sockets(v).iter().filter_map(|s| s["id"].as_u64()).collect()
+}
+
+/// The (pid, fd) owners of a socket, in document order.
+pub fn owners(s: &Value) -> Vec<(u64, u64)> {
+    s["owners"]
+        .as_array()
+        .expect("owners")
+        .iter()
+        .map(|o| (o["pid"].as_u64().unwrap(), o["fd"].as_u64().unwrap()))
+        .collect()
+}
+
+/// The sockets of a document whose local or remote inet port is `port`.
+pub fn with_port(v: &Value, port: u16) -> Vec<&Value> {
+    let p = Value::from(port);
+    sockets(v)
+        .iter()
+        .filter(|s| s["local"]["port"] == p || s["remote"]["port"] == p)
+        .collect()
+}
+
+/// `{"address": a, "port": p}`.
+pub fn inet(a: &str, p: u16) -> Value {
+    serde_json::json!({"address": a, "port": p})
+}
+
+/// The JSON form of a holder address (inet or unix local).
+pub fn addr_json(a: &Addr) -> Value {
+    match (&a.address, a.port, &a.path) {
+        (Some(ad), Some(p), _) => inet(ad, p),
+        (_, _, Some(path)) => serde_json::json!({ "path": path }),
+        _ => serde_json::json!({}),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Table
+
+/// A parsed table: header titles (when there is a header) and rows of cells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn col(&self, title: &str) -> usize {
+        self.header
+            .iter()
+            .position(|h| h == title)
+            .unwrap_or_else(|| panic!("no {title} column in {:?}", self.header))
+    }
+
+    /// Rows whose `title` column is `value`.
+    pub fn rows_where(&self, title: &str, value: &str) -> Vec<&Vec<String>> {
+        let c = self.col(title);
+        self.rows.iter().filter(|r| r[c] == value).collect()
+    }
+}
+
+/// Splits a row into cells: whitespace separated, except that `[pid fd]` and `[inode N]` (unix
+/// peers) are one cell.
+pub fn cells(line: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for tok in line.split_whitespace() {
+        if open {
+            let last = out.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(tok);
+            open = !tok.contains(']');
+        } else {
+            out.push(tok.to_string());
+            open = tok.starts_with('[') && !tok.contains(']');
+        }
+    }
+    out
+}
+
+/// Parses a table; `header` says whether its first line is the header.
+pub fn parse_table(text: &str, header: bool) -> Table {
+    let mut lines = text.lines();
+    let header = if header {
+        let h = lines
+            .next()
+            .unwrap_or_else(|| panic!("no header in {text:?}"));
+        let mut titles = Vec::new();
+        let toks: Vec<&str> = h.split_whitespace().collect();
+        let mut i = 0;
+        while i < toks.len() {
+            if toks[i] == "LOCAL" || toks[i] == "FOREIGN" {
+                titles.push(format!("{} {}", toks[i], toks[i + 1]));
+                i += 2;
+            } else {
+                titles.push(toks[i].to_string());
+                i += 1;
+            }
+        }
+        titles
+    } else {
+        Vec::new()
+    };
+    Table {
+        header,
+        rows: lines.map(cells).collect(),
+    }
+}
+
+/// The table spelling of a holder address: `127.0.0.1:80`, `[::1]:80`, a unix path, `*`.
+pub fn addr_cell(a: Option<&Addr>) -> String {
+    match a {
+        None => "*:*".into(),
+        Some(a) => match (&a.address, a.port, &a.path) {
+            (Some(ad), Some(p), _) => {
+                let ip: std::net::IpAddr = ad.parse().unwrap();
+                let host = if ip.is_unspecified() {
+                    "*".to_string()
+                } else if ip.is_ipv6() {
+                    format!("[{ad}]")
+                } else {
+                    ad.clone()
+                };
+                let port = if p == 0 { "*".into() } else { p.to_string() };
+                format!("{host}:{port}")
+            }
+            (_, _, Some(p)) => p.clone(),
+            _ => "*".into(),
+        },
+    }
+}
+
+/// One expected table row.
+pub fn row(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|c| c.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holders
+
+/// A running sockholder. Dropping it closes its stdin (it exits), then kills and reaps it.
+pub struct Holder {
+    child: Child,
+    pub report: Report,
+    /// Its working directory (where `file-named-like-socket` files go), when the holder made it.
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// How to start a holder.
+#[derive(Default)]
+pub struct HolderOpts<'a> {
+    pub netns: Option<&'a Netns>,
+    pub cwd: Option<&'a Path>,
+}
+
+impl Holder {
+    /// Starts a holder in the current namespace, in a fresh working directory.
+    pub fn spawn<S: AsRef<OsStr>>(specs: &[S]) -> Holder {
+        Holder::spawn_with(HolderOpts::default(), specs)
+    }
+
+    /// Starts a holder inside a network namespace.
+    pub fn spawn_in<S: AsRef<OsStr>>(ns: &Netns, specs: &[S]) -> Holder {
+        Holder::spawn_with(
+            HolderOpts {
+                netns: Some(ns),
+                ..Default::default()
+            },
+            specs,
+        )
+    }
+
+    pub fn spawn_with<S: AsRef<OsStr>>(opts: HolderOpts<'_>, specs: &[S]) -> Holder {
+        let exe = std::env::current_exe().expect("current_exe");
+        let mut c = match opts.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns.name.as_str()]).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let dir = match opts.cwd {
+            Some(_) => None,
+            None => Some(tempdir()),
+        };
+        let cwd: PathBuf = opts
+            .cwd
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| dir.as_ref().unwrap().path().to_path_buf());
+        c.args(specs)
+            .env(sockstat_testkit::HOLDER_ENV, "1")
+            .current_dir(&cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn holder");
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+        let report: Report = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let mut err = String::new();
+                let _ = stderr.read_to_string(&mut err);
+                let specs: Vec<String> = specs
+                    .iter()
+                    .map(|s| s.as_ref().to_string_lossy().into_owned())
+                    .collect();
+                panic!("holder {specs:?} failed: stdout {line:?}, stderr {err:?}");
+            }
+        };
+        Holder {
+            child,
+            report,
+            _dir: dir,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.report.pid
+    }
+
+    pub fn child_pid(&self) -> u32 {
+        self.report.child_pid.expect("the holder forked")
+    }
+
+    /// `--pid` value for the holder (and its forked child, if any).
+    pub fn pids(&self) -> String {
+        match self.report.child_pid {
+            Some(c) => format!("{},{}", self.pid(), c),
+            None => self.pid().to_string(),
+        }
+    }
+
+    /// Every inode the holder (or its child) holds an fd for.
+    pub fn inodes(&self) -> BTreeSet<u64> {
+        self.report
+            .items
+            .iter()
+            .flat_map(|i| i.socks.iter().filter_map(|s| s.inode))
+            .collect()
+    }
+
+    pub fn item(&self, i: usize) -> &Item {
+        self.report.item(i)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Network namespaces
+
+/// A network namespace made for one test (`ip netns add sockstat-t-<pid>-<n>`, `lo` up); deleted
+/// on drop, also when the test panics.
+pub struct Netns {
+    pub name: String,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Netns {
+    pub fn new() -> Netns {
+        let ns = Netns {
+            name: unique("sockstat-t"),
+        };
+        ip(&["netns", "add", &ns.name]);
+        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// Adds an address to `lo` (e.g. `192.0.2.1/32`, `2001:db8::1/128`).
+    pub fn add_addr(&self, cidr: &str) {
+        if cidr.contains(':') {
+            // No duplicate address detection: usable at once, not "tentative".
+            ip(&["-n", &self.name, "addr", "add", cidr, "dev", "lo", "nodad"]);
+        } else {
+            ip(&["-n", &self.name, "addr", "add", cidr, "dev", "lo"]);
+        }
+    }
+
+    /// Runs a program inside the namespace.
+    pub fn exec<S: AsRef<OsStr>>(&self, program: &str, args: &[S]) -> Out {
+        Cmd {
+            prefix: vec![
+                "ip".into(),
+                "netns".into(),
+                "exec".into(),
+                self.name.clone().into(),
+            ],
+            program: program.into(),
+            args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
+            env: Vec::new(),
+        }
+        .run()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminals
+
+/// Runs a command with its stdout on a pseudo-terminal; returns what it wrote there and its
+/// exit status.
+pub fn run_on_pty(cmd: Cmd) -> (Option<i32>, Vec<u8>) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: plain libc pty calls; every fd is checked and owned right away.
+    let (master, slave) = unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0, "posix_openpt");
+        let master = OwnedFd::from_raw_fd(m);
+        assert_eq!(libc::grantpt(m), 0);
+        assert_eq!(libc::unlockpt(m), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(s >= 0, "open pty slave");
+        (master, OwnedFd::from_raw_fd(s))
+    };
+    let mut c = cmd.command();
+    c.stdin(Stdio::null())
+        .stdout(Stdio::from(slave))
+        .stderr(Stdio::null());
+    let mut child = c.spawn().expect("spawn on pty");
+    drop(c); // closes our copy of the slave
+    let mut f = std::fs::File::from(master);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => break, // EIO once the slave side is closed
+        }
+    }
+    let status = child.wait().expect("wait");
+    (status.code(), buf)
+}
+
+/// This process's effective uid and user name.
+pub fn me() -> (u32, String) {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let out = Command::new("id").arg("-un").output().expect("id -un");
+    (uid, String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
