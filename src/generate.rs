@@ -60,13 +60,83 @@ fn tagged(roff: &mut Roff, items: &[(&str, &str)]) {
     }
 }
 
+/// How an argument is spelled in a synopsis or a tag: `-q`, `--interval SECONDS`, `[SECONDS]`.
+fn arg_spelling(a: &clap::Arg) -> String {
+    let value = a
+        .get_value_names()
+        .and_then(|v| v.first())
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| a.get_id().to_string().to_uppercase());
+    let takes_value = a.get_action().takes_values();
+    match (a.get_short(), a.get_long()) {
+        (Some(s), Some(l)) if takes_value => format!("-{s}, --{l} {value}"),
+        (Some(s), Some(l)) => format!("-{s}, --{l}"),
+        (Some(s), None) if takes_value => format!("-{s} {value}"),
+        (Some(s), None) => format!("-{s}"),
+        (None, Some(l)) if takes_value => format!("--{l} {value}"),
+        (None, Some(l)) => format!("--{l}"),
+        (None, None) if a.is_required_set() => value,
+        (None, None) => format!("[{value}]"),
+    }
+}
+
+/// One subsection per subcommand, from its clap definition: clap_mangen renders only the
+/// top-level options, so each subcommand's synopsis, description and every visible flag are
+/// written here (the drift test checks that each flag appears).
+fn subcommands(r: &mut Roff, cmd: &clap::Command) {
+    let subs: Vec<&clap::Command> = cmd.get_subcommands().filter(|c| !c.is_hide_set()).collect();
+    if subs.is_empty() {
+        return;
+    }
+    r.control("SH", ["SUBCOMMANDS"]);
+    for sub in subs {
+        let args: Vec<&clap::Arg> = sub.get_arguments().filter(|a| !a.is_hide_set()).collect();
+        let positionals: Vec<String> = args
+            .iter()
+            .filter(|a| a.is_positional())
+            .map(|a| arg_spelling(a))
+            .collect();
+        let mut title = format!("sockstat {}", sub.get_name());
+        if args.iter().any(|a| !a.is_positional()) {
+            title.push_str(" [OPTIONS]");
+        }
+        for p in &positionals {
+            title.push(' ');
+            title.push_str(p);
+        }
+        r.control("SS", [title.as_str()]);
+        if let Some(about) = sub.get_long_about().or(sub.get_about()) {
+            for (i, p) in about.to_string().split("\n\n").enumerate() {
+                if i > 0 {
+                    r.control("PP", []);
+                }
+                r.text([roman(p.replace('\n', " "))]);
+            }
+        }
+        for a in args {
+            r.control("TP", []);
+            r.text([bold(arg_spelling(a))]);
+            let help = a
+                .get_long_help()
+                .or(a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            r.text([roman(help)]);
+        }
+    }
+}
+
 fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
+    let mut subs = Roff::new();
+    subcommands(&mut subs, &cmd);
     let man = clap_mangen::Man::new(cmd).date("").source("sockstat");
     man.render_title(out)?;
     man.render_name_section(out)?;
     man.render_synopsis_section(out)?;
     man.render_description_section(out)?;
     man.render_options_section(out)?;
+
+    out.write_all(subs.render().as_bytes())?;
 
     let mut r = Roff::new();
     r.control("SH", ["COLUMNS"]);
@@ -233,6 +303,31 @@ mod tests {
                 _ => continue,
             };
             assert!(page.contains(&spelled), "man page lacks {spelled}");
+        }
+        for sub in Cli::command()
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+        {
+            let title = format!("sockstat {}", sub.get_name());
+            assert!(
+                page.contains(&title),
+                "man page lacks the subcommand {title}"
+            );
+            for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+                let spelled = match (arg.get_short(), arg.get_long()) {
+                    (_, Some(l)) => format!("\\-\\-{}", l.replace('-', "\\-")),
+                    (Some(s), None) => format!("\\-{s}"),
+                    (None, None) => arg
+                        .get_value_names()
+                        .and_then(|v| v.first())
+                        .map(|v| v.to_string())
+                        .unwrap_or_default(),
+                };
+                assert!(
+                    page.contains(&spelled),
+                    "man page lacks {spelled} of {title}"
+                );
+            }
         }
         for section in [
             "COLUMNS",

@@ -1,44 +1,84 @@
-complete -c sockstat -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
-complete -c sockstat -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -s P -d 'Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
-complete -c sockstat -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
-complete -c sockstat -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
-complete -c sockstat -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
-complete -c sockstat -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
-complete -c sockstat -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_sockstat_global_optspecs
+    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= command= s n q H w a i T/tcp-info C m/memory v summary json csv color= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
+end
+
+function __fish_sockstat_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_sockstat_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_sockstat_using_subcommand
+    set -l cmd (__fish_sockstat_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c sockstat -n "__fish_sockstat_needs_command" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
-complete -c sockstat -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
-complete -c sockstat -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
-complete -c sockstat -l record-netlink -d 'Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)' -r -F
-complete -c sockstat -l replay-netlink -d 'Replay sock_diag replies saved with --record-netlink instead of asking the kernel' -r -F
-complete -c sockstat -l generate -d 'Print the man page or a shell completion script, generated from these flag definitions' -r -f -a "man\t'The man page (roff)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
+complete -c sockstat -n "__fish_sockstat_needs_command" -l record-netlink -d 'Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)' -r -F
+complete -c sockstat -n "__fish_sockstat_needs_command" -l replay-netlink -d 'Replay sock_diag replies saved with --record-netlink instead of asking the kernel' -r -F
+complete -c sockstat -n "__fish_sockstat_needs_command" -l generate -d 'Print the man page or a shell completion script, generated from these flag definitions' -r -f -a "man\t'The man page (roff)'
 bash\t'Bash completion'
 zsh\t'Zsh completion'
 fish\t'Fish completion'"
-complete -c sockstat -s 4 -d 'Show IPv4 sockets'
-complete -c sockstat -s 6 -d 'Show IPv6 sockets'
-complete -c sockstat -s u -d 'Show Unix domain sockets'
-complete -c sockstat -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
-complete -c sockstat -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
-complete -c sockstat -s s -d 'Show the STATE column'
-complete -c sockstat -s n -d 'Show numeric uids (no user name lookup)'
-complete -c sockstat -s q -d 'Do not print the header line'
-complete -c sockstat -s H -d 'Do not print the header line (illumos spelling of -q)'
-complete -c sockstat -s w -d 'Never truncate columns'
-complete -c sockstat -s a -d 'Show process arguments (ARGS column; "args" in JSON)'
-complete -c sockstat -s i -d 'Show the socket id (inode) in an ID column'
-complete -c sockstat -s T -l tcp-info -d 'TCP internals: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer\'s window or our send buffer ("tcp" object in JSON)'
-complete -c sockstat -s C -d 'Show the congestion control algorithm (CC column)'
-complete -c sockstat -s m -l memory -d 'Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON)'
-complete -c sockstat -s v -d 'Print details with every warning'
-complete -c sockstat -l summary -d 'Counts by protocol, family and state instead of rows'
-complete -c sockstat -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
-complete -c sockstat -l csv -d 'CSV with a header row'
-complete -c sockstat -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
-complete -c sockstat -s h -l help -d 'Print help'
-complete -c sockstat -s V -l version -d 'Print version'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s 4 -d 'Show IPv4 sockets'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s 6 -d 'Show IPv6 sockets'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s u -d 'Show Unix domain sockets'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s s -d 'Show the STATE column'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s n -d 'Show numeric uids (no user name lookup)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s q -d 'Do not print the header line'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s H -d 'Do not print the header line (illumos spelling of -q)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s w -d 'Never truncate columns'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s a -d 'Show process arguments (ARGS column; "args" in JSON)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s i -d 'Show the socket id (inode) in an ID column'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s T -l tcp-info -d 'TCP internals: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer\'s window or our send buffer ("tcp" object in JSON)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s C -d 'Show the congestion control algorithm (CC column)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s m -l memory -d 'Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s v -d 'Print details with every warning'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l csv -d 'CSV with a header row'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval -d 'Same as SECONDS' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
+always\t'Always'
+never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l proc-root -d 'Read the counter files from this directory instead of /proc (testing)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l all -d 'Also show counters that are zero (or did not move over the interval)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l json -d 'One JSON document: {"version":1,"interval_s","counters":[{"group","name","value" or "delta","meaning","trouble"}],"hidden_zero","warnings"}'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s q -d 'Do not print the title and header lines'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s v -d 'Print details with every warning (e.g. which counters went backwards)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -63,13 +63,90 @@ fish\:"Fish completion"))' \
 '--help[Print help]' \
 '-V[Print version]' \
 '--version[Print version]' \
+":: :_sockstat_commands" \
+"*::: :->sockstat" \
 && ret=0
+    case $state in
+    (sockstat)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:sockstat-command-$line[1]:"
+        case $line[1] in
+            (counters)
+_arguments "${_arguments_options[@]}" : \
+'--interval=[Same as SECONDS]:SECONDS:_default' \
+'--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
+always\:"Always"
+never\:"Never"))' \
+'--proc-root=[Read the counter files from this directory instead of /proc (testing)]:DIR:_files' \
+'--all[Also show counters that are zero (or did not move over the interval)]' \
+'--json[One JSON document\: {"version"\:1,"interval_s","counters"\:\[{"group","name","value" or "delta","meaning","trouble"}\],"hidden_zero","warnings"}]' \
+'-q[Do not print the title and header lines]' \
+'-v[Print details with every warning (e.g. which counters went backwards)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'::seconds -- Measure deltas over this many seconds (fractions allowed); without it, values since boot:_default' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_sockstat__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:sockstat-help-command-$line[1]:"
+        case $line[1] in
+            (counters)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
 }
 
 (( $+functions[_sockstat_commands] )) ||
 _sockstat_commands() {
-    local commands; commands=()
+    local commands; commands=(
+'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
     _describe -t commands 'sockstat commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__counters_commands] )) ||
+_sockstat__subcmd__counters_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat counters commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help_commands] )) ||
+_sockstat__subcmd__help_commands() {
+    local commands; commands=(
+'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'sockstat help commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help__subcmd__counters_commands] )) ||
+_sockstat__subcmd__help__subcmd__counters_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help counters commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help__subcmd__help_commands] )) ||
+_sockstat__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help help commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_sockstat" ]; then

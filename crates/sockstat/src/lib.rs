@@ -33,6 +33,7 @@
 //! unattributed and how to see them.
 #![deny(missing_docs)]
 
+pub mod counters;
 mod error;
 pub mod model;
 pub mod query;

@@ -1,9 +1,11 @@
 //! Gathering from the running system (Linux): the sock_diag dumps and the /proc owner scan run
 //! concurrently, then are joined into a [`Snapshot`]. Nothing here renders.
 
+pub mod counters;
 pub mod dump;
 pub mod netlink;
 pub mod owners;
+pub mod sysctl;
 pub mod users;
 
 use std::collections::{HashMap, HashSet};
