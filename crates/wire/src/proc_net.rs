@@ -38,6 +38,10 @@ pub struct ProcInetEntry {
 }
 
 fn hex_u32(s: &str, what: &'static str, col: usize) -> Result<u32, DecodeError> {
+    // from_str_radix alone would also take a leading '+'.
+    if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(DecodeError::malformed(what, col, "not hex"));
+    }
     if s.is_empty() || s.len() > 8 {
         return Err(DecodeError::malformed(what, col, "expected 1-8 hex digits"));
     }
@@ -45,6 +49,9 @@ fn hex_u32(s: &str, what: &'static str, col: usize) -> Result<u32, DecodeError> 
 }
 
 fn hex_u64(s: &str, what: &'static str, col: usize) -> Result<u64, DecodeError> {
+    if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(DecodeError::malformed(what, col, "not hex"));
+    }
     if s.is_empty() || s.len() > 16 {
         return Err(DecodeError::malformed(
             what,
@@ -386,6 +393,7 @@ mod tests {
         assert!(parse_inet_line("   0: 0100007Z:0CEA 00000000:0000 0A 0:0 00:0 0 0 0 1").is_err());
         assert!(parse_inet_line("   0: 0100007F:10000 00000000:0000 0A 0:0 00:0 0 0 0 1").is_err());
         assert!(parse_inet_line("   0: 0100:0CEA 00000000:0000 0A 0:0 00:0 0 0 0 1").is_err());
+        assert!(parse_inet_line("   0: +100007F:0CEA 00000000:0000 0A 0:0 00:0 0 0 0 1").is_err());
     }
 
     #[test]

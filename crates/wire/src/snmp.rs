@@ -16,7 +16,8 @@ pub struct Counter<'a> {
     /// The counter name as printed (`"RetransSegs"`; for snmp6 the full token,
     /// `"Ip6InReceives"`).
     pub name: &'a str,
-    /// The value. Signed because a few are (`Tcp: MaxConn` is -1).
+    /// The value. Signed because a few are (`Tcp: MaxConn` is -1); a `u64` counter above
+    /// `i64::MAX` wraps to negative, so compute deltas with `wrapping_sub`.
     pub value: i64,
 }
 
