@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 pub mod counters;
+pub mod diagnose;
 mod error;
 pub mod model;
 pub mod query;

@@ -1,0 +1,155 @@
+//! R5, `delayed-ack`: delayed ACKs inflate a request/response connection's latency (the
+//! Nagle + delayed-ACK interaction of a write-write-read pattern).
+//!
+//! Case: seed 001's delayed-ACK section, reproduced in research/kernel.md §3.2 experiment G:
+//! the client's srtt 41.7 ms against min_rtt 20.3 ms, rttvar 22 ms; the server's
+//! TcpExtDelayedACKs +59 for 60 requests, ato 40 ms. With TCP_NODELAY: srtt 20.5 ms (no finding).
+//!
+//! Needs small flights (`unacked <= 2`, unlike bufferbloat, which inflates the RTT with a large
+//! flight) and data moving both ways over the interval.
+
+use super::*;
+use send_buffer::owner_text;
+
+/// At most this many packets in flight: a request/response exchange, not a bulk transfer.
+pub const MAX_UNACKED: u32 = 2;
+/// srtt − min_rtt at or above this (µs): half of TCP_DELACK_MIN (HZ/25 = 40 ms,
+/// include/net/tcp.h).
+pub const MIN_INFLATION_US: u32 = 20_000;
+/// srtt at or above this multiple of min_rtt.
+pub const RTT_RATIO: f64 = 1.5;
+/// rttvar at or above this share of srtt: samples alternate between fast and delayed.
+pub const RTTVAR_SHARE: f64 = 0.25;
+/// The delayed-ACK timeout a peer shows when it delays (`tcpi_ato`, µs).
+pub const DELACK_ATO_US: u32 = 40_000;
+
+/// Runs R5 over every flow.
+pub fn check(input: &Input<'_>) -> Vec<Finding> {
+    input
+        .flows
+        .iter()
+        .filter_map(|f| flow_check(f, input))
+        .collect()
+}
+
+fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
+    let i = flow.info()?;
+    if flow.after.state != State::Established || i.unacked()? > MAX_UNACKED {
+        return None;
+    }
+    let out_segs = flow.d(TcpInfo::data_segs_out)?;
+    let in_segs = flow.d(TcpInfo::data_segs_in)?;
+    if out_segs == 0 || in_segs == 0 {
+        return None;
+    }
+    let rtt = i.rtt_us()?;
+    let min = flow.min_rtt_us()?;
+    let var = i.rttvar_us()?;
+    let inflation = rtt.saturating_sub(min);
+    if inflation < MIN_INFLATION_US
+        || f64::from(rtt) < RTT_RATIO * f64::from(min)
+        || f64::from(var) < RTTVAR_SHARE * f64::from(rtt)
+    {
+        return None;
+    }
+    // The peer, when it lives in this namespace too: its ato says whether it delays ACKs.
+    let peer = input.after.snapshot.sockets.iter().find(|p| {
+        p.proto == Proto::Tcp
+            && Some(&p.local) == flow.after.remote.as_ref()
+            && p.remote.as_ref() == Some(&flow.after.local)
+    });
+    let peer_ato = peer.and_then(|p| p.tcp.as_ref()?.info.ato_us());
+    let mut ev = Evidence::default();
+    flow.common_evidence(&mut ev);
+    ev.int("rttvar_us", u64::from(var))
+        .int("inflation_us", u64::from(inflation))
+        .int("unacked_pkts", i.unacked().map(u64::from))
+        .num("data_segs_out_per_sec", out_segs as f64 / flow.dt)
+        .num("data_segs_in_per_sec", in_segs as f64 / flow.dt)
+        .int("ato_us", i.ato_us().map(u64::from))
+        .int("peer_ato_us", peer_ato.map(u64::from))
+        .int(
+            "namespace_delayed_acks_delta",
+            input.counter_delta("TcpExt", "DelayedACKs"),
+        );
+    let conn = conn_text(flow.after);
+    let who = owner_text(flow);
+    Some(Finding {
+        rule: RuleId::DelayedAck,
+        severity: Severity::Warning,
+        socket: Some(flow.socket_ref()),
+        summary: format!(
+            "{conn}{who}: RTT samples are inflated by about {} (srtt {} against min RTT {}, rttvar \
+             {}) on a request/response exchange: the peer delays its ACKs{}",
+            ms_text(inflation),
+            ms_text(rtt),
+            ms_text(min),
+            ms_text(var),
+            match peer_ato {
+                Some(a) if a >= DELACK_ATO_US => format!(" (its ato is {})", ms_text(a)),
+                _ => String::new(),
+            }
+        ),
+        evidence: ev,
+        advice: "Likely Nagle's algorithm holding a second small write until the peer's delayed \
+                 ACK (write-write-read). Set TCP_NODELAY on the sending socket, or send each \
+                 request in one write (writev, MSG_MORE or TCP_CORK); on the receiver, \
+                 TCP_QUICKACK avoids the delay."
+            .into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    fn rr(rtt: u32, min: u32, var: u32, unacked: u32, segs: u32) -> (Socket, Socket) {
+        let b = TcpBuilder::new()
+            .rtt(rtt, var)
+            .min_rtt(min)
+            .unacked(unacked);
+        (
+            b.clone().data_segs(100, 200).build(4),
+            b.data_segs(100 + segs, 200 + 2 * segs).build(4),
+        )
+    }
+
+    #[test]
+    fn experiment_g() {
+        let (s0, s1) = rr(41_700, 20_300, 22_000, 1, 12);
+        let f = run(vec![s0], vec![s1], &ctx());
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].rule, RuleId::DelayedAck);
+        assert_eq!(ev(&f[0], "inflation_us"), 21_400.0);
+        assert!(f[0].advice.contains("TCP_NODELAY"));
+    }
+
+    #[test]
+    fn nodelay_is_clean() {
+        let (s0, s1) = rr(20_500, 20_300, 1_000, 1, 50);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+    }
+
+    #[test]
+    fn boundaries() {
+        // Inflation exactly 20 ms, ratio exactly 1.5, rttvar exactly 25%: fires.
+        let (s0, s1) = rr(60_000, 40_000, 15_000, 2, 5);
+        assert_eq!(run(vec![s0], vec![s1], &ctx()).len(), 1);
+        // Each one just below: nothing.
+        let (s0, s1) = rr(59_999, 40_000, 15_000, 2, 5);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+        let (s0, s1) = rr(60_000, 40_000, 14_999, 2, 5);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+        let (s0, s1) = rr(75_000, 50_000, 19_000, 2, 5);
+        assert_eq!(run(vec![s0], vec![s1], &ctx()).len(), 1);
+        let (s0, s1) = rr(74_999, 50_000, 19_000, 2, 5);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+        // A large flight is bufferbloat, not delayed ACK.
+        let (s0, s1) = rr(60_000, 40_000, 15_000, 3, 5);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+        // Idle over the interval: nothing.
+        let (s0, s1) = rr(60_000, 40_000, 15_000, 1, 0);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+    }
+}

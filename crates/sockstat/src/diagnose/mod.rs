@@ -1,0 +1,899 @@
+//! Diagnosis: what limits each TCP connection, and what to change (`sockstat diagnose`).
+//!
+//! Input is two [`Sample`]s of one network namespace taken an interval apart (sockets with
+//! `tcp_info` and socket memory, the namespace's MIB counters, `/proc/net/sockstat`'s TCP memory)
+//! and a [`Context`] (sysctls, the interval, an optional bottleneck bandwidth). [`evaluate`] joins
+//! the sockets by cookie, derives rates and shares over the interval ([`Flow`]), runs every rule
+//! (one module each, research/kernel.md §3.3 R1-R10) and returns [`Finding`]s sorted by severity.
+//!
+//! This module is pure: it never reads the system and never prints. Gathering is the caller's
+//! job (the `diagnose` command); rendering is [`crate::render::diagnose`].
+//!
+//! The tcp_info chronographs under-count (kernel.md §3.2: a connection fully bound by its send
+//! buffer showed 29-44% `sndbuf_limited`), so no rule fires on a share alone: each throughput
+//! rule also requires the goodput to reach a large part of the ceiling its limit implies
+//! (limit / min RTT), and that ceiling to matter (below the bandwidth, when known, or below
+//! [`UNKNOWN_BANDWIDTH_CEILING`]).
+
+mod delayed_ack;
+mod ephemeral_ports;
+mod listen_overflow;
+mod memory_pressure;
+mod receive_buffer;
+mod receive_window;
+mod receiver_not_reading;
+mod retransmissions;
+mod send_buffer;
+mod timewait_syn;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::tcp::TcpInfo;
+use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning};
+
+/// A connection is "active" when it was busy sending (any chronograph running) for at least
+/// this share of the interval; below it a low goodput is the application's choice and no
+/// transport rule fires (kernel.md §3.3 preamble).
+pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
+/// Goodput must reach this fraction of a limit's ceiling (limit / min RTT) before the limit is
+/// called binding (kernel.md §3.1 "binding limit"; the ceilings matched within 10-25%).
+pub const CEILING_MATCH: f64 = 0.6;
+/// Without a known bottleneck bandwidth, a ceiling at or above this (1 Gbit/s, in bytes/s) is
+/// not reported: the seed's own negative case (a small buffer at loopback RTT) has a ceiling of
+/// gigabytes per second and "barely hurts".
+pub const UNKNOWN_BANDWIDTH_CEILING: f64 = 125_000_000.0;
+/// A ceiling below this (10 Mbit/s) on a path of at least [`SLOW_PATH_RTT_US`] is critical
+/// (kernel.md R1 severity).
+pub const CRITICAL_CEILING: f64 = 1_250_000.0;
+/// See [`CRITICAL_CEILING`].
+pub const SLOW_PATH_RTT_US: u32 = 10_000;
+/// A ceiling below this share of the known bandwidth is critical (kernel.md R1 severity).
+pub const CRITICAL_BANDWIDTH_SHARE: f64 = 0.5;
+
+/// How bad a finding is. Ordered: `Critical > Warning > Info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; does not change the exit status.
+    Info,
+    /// Something limits a connection or the host; exit status 1.
+    Warning,
+    /// A connection is severely limited or failing; exit status 1.
+    Critical,
+}
+
+impl Severity {
+    /// The name used in JSON and text.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// The rules, by the id used in JSON (`"rule"`) and in doc/diagnostics.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuleId {
+    /// R1: the send buffer caps throughput.
+    SendBufferLimited,
+    /// R2b/R2c: the peer's receive window caps throughput.
+    ReceiveWindowLimited,
+    /// R2a: no window scaling, window capped at 64 KiB.
+    WindowScalingMissing,
+    /// R4: the local receive buffer is fixed (SO_RCVBUF) or cannot grow.
+    ReceiveBufferLocked,
+    /// R3: an application does not read (zero window, Recv-Q full).
+    ReceiverNotReading,
+    /// R5: delayed ACKs inflate a request/response connection's latency.
+    DelayedAck,
+    /// R6: global TCP memory pressure.
+    MemoryPressure,
+    /// R7: ephemeral ports running out, TIME-WAIT accumulation.
+    EphemeralPorts,
+    /// R8: SYNs for tuples still in TIME-WAIT are rejected.
+    TimewaitSynRejected,
+    /// R9: accept queue or SYN queue overflow.
+    ListenOverflow,
+    /// R10: retransmissions, RTO recovery, black holes.
+    Retransmissions,
+}
+
+impl RuleId {
+    /// Every rule, in documentation order.
+    pub const ALL: [RuleId; 11] = [
+        RuleId::SendBufferLimited,
+        RuleId::ReceiveWindowLimited,
+        RuleId::WindowScalingMissing,
+        RuleId::ReceiveBufferLocked,
+        RuleId::ReceiverNotReading,
+        RuleId::DelayedAck,
+        RuleId::MemoryPressure,
+        RuleId::EphemeralPorts,
+        RuleId::TimewaitSynRejected,
+        RuleId::ListenOverflow,
+        RuleId::Retransmissions,
+    ];
+
+    /// The id used in JSON.
+    pub fn id(self) -> &'static str {
+        match self {
+            RuleId::SendBufferLimited => "send-buffer-limited",
+            RuleId::ReceiveWindowLimited => "receive-window-limited",
+            RuleId::WindowScalingMissing => "window-scaling-missing",
+            RuleId::ReceiveBufferLocked => "receive-buffer-locked",
+            RuleId::ReceiverNotReading => "receiver-not-reading",
+            RuleId::DelayedAck => "delayed-ack",
+            RuleId::MemoryPressure => "memory-pressure",
+            RuleId::EphemeralPorts => "ephemeral-ports",
+            RuleId::TimewaitSynRejected => "timewait-syn-rejected",
+            RuleId::ListenOverflow => "listen-overflow",
+            RuleId::Retransmissions => "retransmissions",
+        }
+    }
+}
+
+impl Serialize for RuleId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+/// The kernel's TCP/IP counters of one namespace at one moment, by `Group.Name`
+/// (`TcpExt.ListenOverflows`, `Tcp.RetransSegs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters(pub BTreeMap<String, i64>);
+
+impl Counters {
+    /// Builds the set from (group, name, value) triples, as the counter parsers yield them.
+    pub fn from_triples<'a>(it: impl IntoIterator<Item = (&'a str, &'a str, i64)>) -> Counters {
+        Counters(
+            it.into_iter()
+                .map(|(g, n, v)| (format!("{g}.{n}"), v))
+                .collect(),
+        )
+    }
+
+    /// One counter, when this kernel has it.
+    pub fn get(&self, group: &str, name: &str) -> Option<i64> {
+        self.0.get(&format!("{group}.{name}")).copied()
+    }
+
+    /// True when nothing was read (counters unavailable).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One moment of one namespace.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    /// TCP sockets, gathered with `tcp_info` and socket memory.
+    pub snapshot: Snapshot,
+    /// MIB counters (`/proc/net/snmp`, `/proc/net/netstat`); empty when unreadable.
+    pub counters: Counters,
+    /// Pages of memory TCP sockets use, system-wide (`/proc/net/sockstat`, "TCP: ... mem N").
+    pub tcp_mem_pages: Option<u64>,
+}
+
+/// The earlier sample.
+pub type Before = Sample;
+/// The later sample.
+pub type After = Sample;
+
+/// The sysctls the rules read (kernel.md §3.5); `None` when absent or unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sysctls {
+    /// `net.ipv4.tcp_wmem` (min, default, max) bytes, per namespace.
+    pub tcp_wmem: Option<[u64; 3]>,
+    /// `net.ipv4.tcp_rmem` (min, default, max) bytes, per namespace.
+    pub tcp_rmem: Option<[u64; 3]>,
+    /// `net.core.wmem_max`, global: the largest SO_SNDBUF an application may ask for.
+    pub wmem_max: Option<u64>,
+    /// `net.core.rmem_max`, global: the largest SO_RCVBUF an application may ask for.
+    pub rmem_max: Option<u64>,
+    /// `net.ipv4.tcp_mem` (low, pressure, high) pages, global.
+    pub tcp_mem: Option<[u64; 3]>,
+    /// `net.ipv4.tcp_window_scaling`.
+    pub tcp_window_scaling: Option<u64>,
+    /// `net.ipv4.tcp_moderate_rcvbuf` (receive buffer autotuning).
+    pub tcp_moderate_rcvbuf: Option<u64>,
+    /// `net.ipv4.tcp_timestamps`.
+    pub tcp_timestamps: Option<u64>,
+    /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 loopback only.
+    pub tcp_tw_reuse: Option<u64>,
+    /// `net.ipv4.ip_local_port_range`, inclusive.
+    pub ip_local_port_range: Option<(u16, u16)>,
+    /// `net.ipv4.ip_local_reserved_ports`, inclusive ranges (empty when unset).
+    pub ip_local_reserved_ports: Vec<(u16, u16)>,
+    /// `net.core.somaxconn`: the cap on every listen() backlog.
+    pub somaxconn: Option<u64>,
+    /// `net.ipv4.tcp_syncookies`.
+    pub tcp_syncookies: Option<u64>,
+    /// `net.ipv4.tcp_max_tw_buckets`.
+    pub tcp_max_tw_buckets: Option<u64>,
+}
+
+/// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, kernel.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufLock {
+    /// SO_SNDBUF was set (SOCK_SNDBUF_LOCK).
+    pub sndbuf: bool,
+    /// SO_RCVBUF was set (SOCK_RCVBUF_LOCK).
+    pub rcvbuf: bool,
+}
+
+/// Everything else the rules need.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// Seconds between the two samples, as measured.
+    pub interval_s: f64,
+    /// The namespace's sysctls.
+    pub sysctls: Sysctls,
+    /// The bottleneck bandwidth the operator gave (`--bandwidth`), bytes/s.
+    pub bandwidth: Option<f64>,
+    /// The page size, bytes (for `tcp_mem`, which counts pages).
+    pub page_size: u64,
+    /// Exact buffer locks by socket cookie, where they could be read (root only).
+    pub buf_locks: HashMap<u64, BufLock>,
+}
+
+/// The connection a finding is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SocketRef {
+    /// Socket inode.
+    pub id: Option<u64>,
+    /// Kernel socket cookie (decimal string in JSON, as in the listing).
+    #[serde(serialize_with = "cookie_str")]
+    pub cookie: Option<u64>,
+    /// Kernel state.
+    pub state: State,
+    /// Local end.
+    pub local: Endpoint,
+    /// Remote end.
+    pub remote: Option<Endpoint>,
+    /// Every (process, fd) holding it, with the command name when known.
+    pub owners: Vec<OwnerRef>,
+}
+
+fn cookie_str<S: serde::Serializer>(c: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        Some(c) => s.serialize_str(&c.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// One holder of the socket a finding names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OwnerRef {
+    /// Process id.
+    pub pid: u32,
+    /// File descriptor.
+    pub fd: u32,
+    /// Command name (untrusted: sanitize before showing on a terminal).
+    pub command: Option<String>,
+}
+
+impl SocketRef {
+    fn of(s: &Socket, snap: &Snapshot) -> SocketRef {
+        SocketRef {
+            id: s.id,
+            cookie: s.cookie,
+            state: s.state,
+            local: s.local.clone(),
+            remote: s.remote.clone(),
+            owners: s
+                .owners
+                .iter()
+                .map(|o| OwnerRef {
+                    pid: o.pid,
+                    fd: o.fd,
+                    command: snap
+                        .process(o.pid)
+                        .and_then(|p| p.command.as_ref())
+                        .map(|c| c.to_string_lossy().into_owned()),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Numbers that support a finding, in the order they were added; names carry units.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence(pub Vec<(&'static str, Value)>);
+
+impl Evidence {
+    /// Adds a value (skipped when `None`).
+    pub fn put(&mut self, name: &'static str, v: impl Into<Option<Value>>) -> &mut Self {
+        if let Some(v) = v.into() {
+            self.0.push((name, v));
+        }
+        self
+    }
+
+    /// Adds an integer.
+    pub fn int(&mut self, name: &'static str, v: impl Into<Option<u64>>) -> &mut Self {
+        self.put(name, v.into().map(Value::from))
+    }
+
+    /// Adds a rate or share, rounded to something readable.
+    pub fn num(&mut self, name: &'static str, v: impl Into<Option<f64>>) -> &mut Self {
+        let v = v.into().filter(|x| x.is_finite()).map(|x| {
+            if x.abs() >= 100.0 {
+                Value::from(x.round() as i64)
+            } else {
+                Value::from((x * 1000.0).round() / 1000.0)
+            }
+        });
+        self.put(name, v)
+    }
+
+    /// Adds a string.
+    pub fn text(&mut self, name: &'static str, v: impl Into<String>) -> &mut Self {
+        self.put(name, Some(Value::from(v.into())))
+    }
+
+    /// A value by name.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+impl Serialize for Evidence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// One verdict: the rule, how bad, which connection (or `None` for the host), what was seen,
+/// and what to change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// The rule.
+    pub rule: RuleId,
+    /// How bad.
+    pub severity: Severity,
+    /// The connection, or `None` for a host- or namespace-wide finding.
+    pub socket: Option<SocketRef>,
+    /// The verdict in one sentence.
+    pub summary: String,
+    /// The numbers behind it.
+    pub evidence: Evidence,
+    /// The concrete change.
+    pub advice: String,
+}
+
+/// What a diagnosis returns: the findings, most severe first, and what could not be seen.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+    /// What could not be seen, and how to see it.
+    pub warnings: Vec<Warning>,
+    /// TCP connections examined in both samples.
+    #[serde(skip)]
+    pub connections: usize,
+    /// The interval, seconds.
+    #[serde(skip)]
+    pub interval_s: f64,
+}
+
+impl Report {
+    /// True when some finding is at warning level or above (exit status 1).
+    pub fn has_problems(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.severity >= Severity::Warning)
+    }
+}
+
+/// One TCP socket seen in both samples, with the derived quantities of kernel.md §3.1.
+#[derive(Debug, Clone, Copy)]
+pub struct Flow<'a> {
+    /// The socket in the earlier sample.
+    pub before: &'a Socket,
+    /// The socket in the later sample.
+    pub after: &'a Socket,
+    /// The later sample's snapshot (for owners).
+    pub snap: &'a Snapshot,
+    /// Seconds between the samples.
+    pub dt: f64,
+}
+
+fn delta<T: Into<u64>>(a: Option<T>, b: Option<T>) -> Option<u64> {
+    Some(b?.into().saturating_sub(a?.into()))
+}
+
+impl<'a> Flow<'a> {
+    /// tcp_info in the earlier sample.
+    pub fn info0(&self) -> Option<&'a TcpInfo> {
+        self.before.tcp.as_ref().map(|t| &t.info)
+    }
+
+    /// tcp_info in the later sample.
+    pub fn info(&self) -> Option<&'a TcpInfo> {
+        self.after.tcp.as_ref().map(|t| &t.info)
+    }
+
+    /// Change of a tcp_info counter over the interval.
+    pub fn d<T: Into<u64>>(&self, f: impl Fn(&TcpInfo) -> Option<T>) -> Option<u64> {
+        delta(f(self.info0()?), f(self.info()?))
+    }
+
+    /// Δbusy_time / Δt: the share of the interval the connection was trying to send.
+    pub fn busy_share(&self) -> Option<f64> {
+        let busy = self.d(TcpInfo::busy_time_us)? as f64 / 1e6;
+        (self.dt > 0.0).then(|| (busy / self.dt).min(1.0))
+    }
+
+    /// True when busy for at least [`ACTIVE_BUSY_SHARE`] of the interval.
+    pub fn active(&self) -> bool {
+        self.busy_share().is_some_and(|b| b >= ACTIVE_BUSY_SHARE)
+    }
+
+    /// Δsndbuf_limited / Δbusy_time.
+    pub fn sndbuf_share(&self) -> Option<f64> {
+        ratio(
+            self.d(TcpInfo::sndbuf_limited_us)?,
+            self.d(TcpInfo::busy_time_us)?,
+        )
+    }
+
+    /// Δrwnd_limited / Δbusy_time.
+    pub fn rwnd_share(&self) -> Option<f64> {
+        ratio(
+            self.d(TcpInfo::rwnd_limited_us)?,
+            self.d(TcpInfo::busy_time_us)?,
+        )
+    }
+
+    /// Bytes acknowledged per second (sender goodput).
+    pub fn goodput(&self) -> Option<f64> {
+        Some(self.d(TcpInfo::bytes_acked)? as f64 / self.dt)
+    }
+
+    /// Bytes received per second (receiver goodput).
+    pub fn recv_goodput(&self) -> Option<f64> {
+        Some(self.d(TcpInfo::bytes_received)? as f64 / self.dt)
+    }
+
+    /// Bytes in flight: unacked packets × MSS.
+    pub fn inflight(&self) -> Option<u64> {
+        let i = self.info()?;
+        Some(u64::from(i.unacked()?) * u64::from(i.snd_mss()?))
+    }
+
+    /// The windowed minimum RTT, µs (0 means "no sample": `None`).
+    pub fn min_rtt_us(&self) -> Option<u32> {
+        self.info()?.min_rtt_us().filter(|&r| r > 0)
+    }
+
+    /// The send buffer limit (`skmem tb`), bytes.
+    pub fn sndbuf(&self) -> Option<u64> {
+        self.after.memory.map(|m| u64::from(m.sndbuf_bytes))
+    }
+
+    /// The receive buffer limit (`skmem rb`), bytes.
+    pub fn rcvbuf(&self) -> Option<u64> {
+        self.after.memory.map(|m| u64::from(m.rcvbuf_bytes))
+    }
+
+    /// The socket a finding names.
+    pub fn socket_ref(&self) -> SocketRef {
+        SocketRef::of(self.after, self.snap)
+    }
+
+    /// Puts the connection's common evidence: the interval and the RTTs.
+    pub fn common_evidence(&self, ev: &mut Evidence) {
+        ev.num("interval_s", self.dt);
+        if let Some(i) = self.info() {
+            ev.int("min_rtt_us", self.min_rtt_us().map(u64::from));
+            ev.int("rtt_us", i.rtt_us().map(u64::from));
+        }
+    }
+}
+
+fn ratio(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| (part as f64 / whole as f64).min(1.0))
+}
+
+/// The bottleneck bandwidth for a flow, bytes/s, and where it came from: the operator's
+/// `--bandwidth`, else the largest delivery rate not marked app-limited (a lower bound: a
+/// flow bound by a window or buffer cannot measure the path, kernel.md §3.1).
+pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static str)> {
+    if let Some(b) = ctx.bandwidth {
+        return Some((b, "operator"));
+    }
+    let i = flow.info()?;
+    if i.delivery_rate_app_limited()? {
+        return None;
+    }
+    let r = i.delivery_rate()? as f64;
+    (r > 0.0).then_some((r, "delivery-rate"))
+}
+
+/// True when a ceiling (bytes/s) actually matters: below the operator's bandwidth when given,
+/// else below [`UNKNOWN_BANDWIDTH_CEILING`].
+pub fn ceiling_matters(ceiling: f64, ctx: &Context) -> bool {
+    match ctx.bandwidth {
+        Some(b) => ceiling < b,
+        None => ceiling < UNKNOWN_BANDWIDTH_CEILING,
+    }
+}
+
+/// Severity of a throughput cap: critical when the ceiling is below half the known bandwidth,
+/// or below 10 Mbit/s on a path of 10 ms or more (kernel.md R1).
+pub fn cap_severity(ceiling: f64, min_rtt_us: u32, ctx: &Context) -> Severity {
+    let vs_bw = ctx
+        .bandwidth
+        .is_some_and(|b| ceiling < CRITICAL_BANDWIDTH_SHARE * b);
+    if vs_bw || (ceiling < CRITICAL_CEILING && min_rtt_us >= SLOW_PATH_RTT_US) {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    }
+}
+
+/// Everything a rule sees.
+pub struct Input<'a> {
+    /// The earlier sample.
+    pub before: &'a Sample,
+    /// The later sample.
+    pub after: &'a Sample,
+    /// Sysctls, interval, bandwidth.
+    pub ctx: &'a Context,
+    /// TCP sockets present in both samples, joined by cookie.
+    pub flows: Vec<Flow<'a>>,
+}
+
+impl Input<'_> {
+    /// Change of a namespace counter over the interval (`None` when either sample lacks it).
+    pub fn counter_delta(&self, group: &str, name: &str) -> Option<u64> {
+        let a = self.before.counters.get(group, name)?;
+        let b = self.after.counters.get(group, name)?;
+        Some(b.saturating_sub(a).max(0) as u64)
+    }
+}
+
+/// A rule: reads the input, returns its findings.
+pub type Rule = fn(&Input<'_>) -> Vec<Finding>;
+
+/// Every rule with its id (a rule may emit more than one id: R2 emits both window findings).
+pub const RULES: &[(&str, Rule)] = &[
+    ("send_buffer", send_buffer::check),
+    ("receive_window", receive_window::check),
+    ("receiver_not_reading", receiver_not_reading::check),
+    ("receive_buffer", receive_buffer::check),
+    ("delayed_ack", delayed_ack::check),
+    ("memory_pressure", memory_pressure::check),
+    ("ephemeral_ports", ephemeral_ports::check),
+    ("timewait_syn", timewait_syn::check),
+    ("listen_overflow", listen_overflow::check),
+    ("retransmissions", retransmissions::check),
+];
+
+/// Joins the samples by socket cookie and runs every rule. Findings come back most severe
+/// first, then by rule, then by connection.
+pub fn evaluate(before: &Before, after: &After, ctx: &Context) -> Vec<Finding> {
+    let input = Input {
+        before,
+        after,
+        ctx,
+        flows: join(before, after, ctx.interval_s),
+    };
+    let mut out: Vec<Finding> = RULES.iter().flat_map(|(_, rule)| rule(&input)).collect();
+    sort_findings(&mut out);
+    out
+}
+
+/// Runs [`evaluate`] and adds the counts and warnings a renderer shows.
+pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
+    let findings = evaluate(before, after, ctx);
+    let connections = join(before, after, ctx.interval_s).len();
+    let mut warnings = after.snapshot.warnings.clone();
+    if after.counters.is_empty() {
+        warnings.push(Warning {
+            code: "counters-unavailable",
+            count: None,
+            message: "the namespace's TCP counters (/proc/net/netstat, /proc/net/snmp) could not \
+                      be read: listen-overflow, timewait-syn-rejected, memory-pressure and \
+                      retransmission findings rely on the sockets alone"
+                .into(),
+            details: vec![],
+        });
+    }
+    let no_cookie = after
+        .snapshot
+        .sockets
+        .iter()
+        .filter(|s| s.proto == Proto::Tcp && s.cookie.is_none())
+        .count();
+    if no_cookie > 0 {
+        warnings.push(Warning {
+            code: "no-cookies",
+            count: Some(no_cookie as u64),
+            message: format!(
+                "{no_cookie} TCP sockets came without a socket cookie (/proc/net text): they \
+                 cannot be followed across samples, so no rate-based rule looked at them; use the \
+                 netlink source"
+            ),
+            details: vec![],
+        });
+    }
+    Report {
+        findings,
+        warnings,
+        connections,
+        interval_s: ctx.interval_s,
+    }
+}
+
+/// Most severe first, then rule order, then local and remote address.
+pub fn sort_findings(f: &mut [Finding]) {
+    f.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.rule.cmp(&b.rule))
+            .then_with(|| {
+                let key = |x: &Finding| {
+                    x.socket
+                        .as_ref()
+                        .map(|s| (s.local.clone(), s.remote.clone()))
+                };
+                key(a).cmp(&key(b))
+            })
+    });
+}
+
+/// TCP sockets with tcp_info in both samples, joined by cookie (sockets without a cookie, from
+/// /proc text, cannot be followed and are skipped).
+fn join<'a>(before: &'a Sample, after: &'a Sample, dt: f64) -> Vec<Flow<'a>> {
+    let earlier: HashMap<u64, &Socket> = before
+        .snapshot
+        .sockets
+        .iter()
+        .filter(|s| s.proto == Proto::Tcp)
+        .filter_map(|s| Some((s.cookie?, s)))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    after
+        .snapshot
+        .sockets
+        .iter()
+        .filter(|s| s.proto == Proto::Tcp && s.tcp.is_some())
+        .filter_map(|s| {
+            let c = s.cookie?;
+            // A socket held by several processes appears once per snapshot; guard anyway.
+            if !seen.insert(c) {
+                return None;
+            }
+            let b = earlier.get(&c)?;
+            b.tcp.as_ref()?;
+            Some(Flow {
+                before: b,
+                after: s,
+                snap: &after.snapshot,
+                dt,
+            })
+        })
+        .collect()
+}
+
+/// `"192.0.2.1:80"` / `"[2001:db8::1]:80"`.
+pub fn endpoint_text(e: &Endpoint) -> String {
+    match e {
+        Endpoint::Inet { addr, port } => match addr {
+            std::net::IpAddr::V4(a) => format!("{a}:{port}"),
+            std::net::IpAddr::V6(a) => format!("[{a}]:{port}"),
+        },
+        _ => "?".into(),
+    }
+}
+
+/// `"192.0.2.1:40000 -> 192.0.2.2:5001"`.
+pub fn conn_text(s: &Socket) -> String {
+    match &s.remote {
+        Some(r) => format!("{} -> {}", endpoint_text(&s.local), endpoint_text(r)),
+        None => endpoint_text(&s.local),
+    }
+}
+
+/// Bytes for people: `32 KiB`, `1.5 MiB`.
+pub fn bytes_text(b: f64) -> String {
+    const K: f64 = 1024.0;
+    if b >= K * K * K {
+        format!("{:.1} GiB", b / (K * K * K))
+    } else if b >= K * K {
+        format!("{:.1} MiB", b / (K * K))
+    } else if b >= K {
+        format!("{:.1} KiB", b / K)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// A rate for people: `1.21 MB/s (9.7 Mbit/s)`.
+pub fn rate_text(bps: f64) -> String {
+    let (v, unit) = if bps >= 1e9 {
+        (bps / 1e9, "GB/s")
+    } else if bps >= 1e6 {
+        (bps / 1e6, "MB/s")
+    } else if bps >= 1e3 {
+        (bps / 1e3, "kB/s")
+    } else {
+        (bps, "B/s")
+    };
+    let bits = bps * 8.0;
+    let (bv, bunit) = if bits >= 1e9 {
+        (bits / 1e9, "Gbit/s")
+    } else if bits >= 1e6 {
+        (bits / 1e6, "Mbit/s")
+    } else {
+        (bits / 1e3, "kbit/s")
+    };
+    format!("{v:.2} {unit} ({bv:.1} {bunit})")
+}
+
+/// Milliseconds for people, from µs: `20.3 ms`.
+pub fn ms_text(us: u32) -> String {
+    format!("{:.1} ms", f64::from(us) / 1000.0)
+}
+
+/// Rounds a byte count up to a whole KiB (advice reads better, and never falls short).
+pub fn round_up_kib(b: f64) -> u64 {
+    ((b / 1024.0).ceil().max(1.0) as u64) * 1024
+}
+
+/// Parses a bandwidth for `--bandwidth`: bits per second with an optional decimal prefix
+/// (`100Mbit`, `100M`, `1Gbit`, `1.5gbps`, `800kbit`, `10000000`), or bytes per second with
+/// `B/s` (`12.5MB/s`). Returns bytes per second.
+pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let err = || {
+        format!(
+            "invalid bandwidth '{s}': give bits per second like 100Mbit, 1Gbit, 800kbit, or bytes \
+             per second like 12.5MB/s"
+        )
+    };
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| err())?;
+    if !n.is_finite() || n <= 0.0 {
+        return Err(err());
+    }
+    let unit = unit.trim();
+    let (mult, bytes) = if let Some(p) = unit.strip_suffix("B/s") {
+        (prefix(p).ok_or_else(err)?, true)
+    } else {
+        let lower = unit.to_ascii_lowercase();
+        let p = lower
+            .strip_suffix("bit/s")
+            .or_else(|| lower.strip_suffix("bit"))
+            .or_else(|| lower.strip_suffix("bps"))
+            .unwrap_or(&lower);
+        (prefix(p).ok_or_else(err)?, false)
+    };
+    let v = n * mult;
+    Ok(if bytes { v } else { v / 8.0 })
+}
+
+fn prefix(p: &str) -> Option<f64> {
+    match p {
+        "" => Some(1.0),
+        "k" | "K" => Some(1e3),
+        "m" | "M" => Some(1e6),
+        "g" | "G" => Some(1e9),
+        "t" | "T" => Some(1e12),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn bandwidth_spellings() {
+        assert_eq!(parse_bandwidth("100Mbit"), Ok(12_500_000.0));
+        assert_eq!(parse_bandwidth("100M"), Ok(12_500_000.0));
+        assert_eq!(parse_bandwidth("1gbit"), Ok(125_000_000.0));
+        assert_eq!(parse_bandwidth("800kbit/s"), Ok(100_000.0));
+        assert_eq!(parse_bandwidth("12.5MB/s"), Ok(12_500_000.0));
+        assert_eq!(parse_bandwidth("8000"), Ok(1000.0));
+        let e = parse_bandwidth("fast").unwrap_err();
+        assert!(e.starts_with("invalid bandwidth 'fast'"), "{e}");
+        assert!(parse_bandwidth("0Mbit").is_err());
+        assert!(parse_bandwidth("10Xbit").is_err());
+    }
+
+    #[test]
+    fn an_idle_keepalive_connection_gets_nothing() {
+        let t = TcpBuilder::new().min_rtt(20_000).rtt(20_500, 1000);
+        let s0 = t.clone().build(1);
+        let s1 = t.build(1);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+    }
+
+    #[test]
+    fn findings_sort_by_severity_first() {
+        let mk = |rule, severity| Finding {
+            rule,
+            severity,
+            socket: None,
+            summary: String::new(),
+            evidence: Evidence::default(),
+            advice: String::new(),
+        };
+        let mut v = vec![
+            mk(RuleId::SendBufferLimited, Severity::Info),
+            mk(RuleId::Retransmissions, Severity::Critical),
+            mk(RuleId::DelayedAck, Severity::Warning),
+            mk(RuleId::SendBufferLimited, Severity::Warning),
+        ];
+        sort_findings(&mut v);
+        let got: Vec<_> = v.iter().map(|f| (f.severity, f.rule)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Severity::Critical, RuleId::Retransmissions),
+                (Severity::Warning, RuleId::SendBufferLimited),
+                (Severity::Warning, RuleId::DelayedAck),
+                (Severity::Info, RuleId::SendBufferLimited),
+            ]
+        );
+    }
+
+    #[test]
+    fn bandwidth_comes_from_the_operator_or_an_unlimited_sample() {
+        let b = TcpBuilder::new().delivery_rate(5_000_000);
+        let limited = [b.clone().app_limited(true).build(1)];
+        let free = [b.app_limited(false).build(1)];
+        let flow = |s: &[Socket; 1], snap: &Snapshot| {
+            let f = Flow {
+                before: &s[0],
+                after: &s[0],
+                snap,
+                dt: 1.0,
+            };
+            bandwidth_for(&f, &ctx())
+        };
+        let snap = Snapshot::default();
+        assert_eq!(flow(&limited, &snap), None);
+        assert_eq!(flow(&free, &snap), Some((5_000_000.0, "delivery-rate")));
+        let mut c = ctx();
+        c.bandwidth = Some(1.0);
+        let f = Flow {
+            before: &free[0],
+            after: &free[0],
+            snap: &snap,
+            dt: 1.0,
+        };
+        assert_eq!(bandwidth_for(&f, &c), Some((1.0, "operator")));
+    }
+
+    #[test]
+    fn ceiling_threshold_is_strict() {
+        let c = ctx();
+        assert!(!ceiling_matters(UNKNOWN_BANDWIDTH_CEILING, &c));
+        assert!(ceiling_matters(UNKNOWN_BANDWIDTH_CEILING - 1.0, &c));
+        let mut c = ctx();
+        c.bandwidth = Some(1000.0);
+        assert!(!ceiling_matters(1000.0, &c));
+        assert!(ceiling_matters(999.0, &c));
+    }
+}

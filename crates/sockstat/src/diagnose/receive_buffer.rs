@@ -1,0 +1,282 @@
+//! R4, `receive-buffer-locked`: this host's receive buffer is fixed (SO_RCVBUF) or cannot
+//! grow, and the window it allows caps a flow we receive.
+//!
+//! Case: seed 001's 8 KiB SO_RCVBUF ("the receive window depends on SO_RCVBUF"), reproduced in
+//! research/kernel.md §3.2 experiment E: the receiver had `rb = 16384` and `rcv_wscale = 0`
+//! where this host's sysctls imply 10. SO_RCVBUF set before listen()/connect() fixes the
+//! window scale at the handshake (kernel.md §4 heuristic 2); set later, `rb` stays at exactly
+//! 2N while the receiver's DRS estimate (`rcv_space`) wants more (heuristic 3). The seed's
+//! negative case (8 KiB at loopback RTT) has a ceiling far above any link and is not reported.
+//!
+//! Host finding (socket null): `net.ipv4.tcp_moderate_rcvbuf=0` turns receive autotuning off
+//! for every connection.
+
+use super::*;
+use receive_window::RECEIVING_BYTES;
+use send_buffer::owner_text;
+
+/// `rcv_space` at or above this share of `rb`: the receiver wants a larger buffer.
+pub const RCV_SPACE_SHARE: f64 = 0.5;
+/// The window the buffer allows, per byte of `rb`, when the kernel does not report `rcv_wnd`
+/// (before 6.2): `scaling_ratio` starts at 50% (kernel.md §3.1).
+pub const WINDOW_PER_RCVBUF: f64 = 0.5;
+
+/// The window-scale shift this namespace's sysctls give a socket whose buffer is not fixed:
+/// `clamp(ilog2(max(tcp_rmem[2], rmem_max)) - 15, 0, 14)` (`tcp_select_initial_window`,
+/// net/ipv4/tcp_output.c).
+pub fn expected_wscale(s: &Sysctls) -> Option<u8> {
+    let space = s.tcp_rmem.map(|r| r[2]).max(s.rmem_max)?;
+    if space == 0 {
+        return Some(0);
+    }
+    Some((i64::from(space.ilog2()) - 15).clamp(0, 14) as u8)
+}
+
+/// Runs R4 over every flow, then the host check.
+pub fn check(input: &Input<'_>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = input
+        .flows
+        .iter()
+        .filter_map(|f| flow_check(f, input))
+        .collect();
+    if input.ctx.sysctls.tcp_moderate_rcvbuf == Some(0) {
+        let mut ev = Evidence::default();
+        ev.int("tcp_moderate_rcvbuf", 0u64).int(
+            "tcp_rmem_default_bytes",
+            input.ctx.sysctls.tcp_rmem.map(|r| r[1]),
+        );
+        out.push(Finding {
+            rule: RuleId::ReceiveBufferLocked,
+            severity: Severity::Warning,
+            socket: None,
+            summary: format!(
+                "receive buffer autotuning is off in this namespace (net.ipv4.tcp_moderate_rcvbuf=0): \
+                 every connection keeps its initial receive buffer ({}) and window",
+                input
+                    .ctx
+                    .sysctls
+                    .tcp_rmem
+                    .map_or_else(|| "tcp_rmem default".into(), |r| bytes_text(r[1] as f64))
+            ),
+            evidence: ev,
+            advice: "sysctl -w net.ipv4.tcp_moderate_rcvbuf=1".into(),
+        });
+    }
+    out
+}
+
+fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
+    let ctx = input.ctx;
+    let details = flow.after.tcp.as_ref()?;
+    let i = &details.info;
+    if !matches!(
+        flow.after.state,
+        State::Established | State::FinWait1 | State::FinWait2
+    ) {
+        return None;
+    }
+    let received = flow.d(TcpInfo::bytes_received)?;
+    if received < RECEIVING_BYTES {
+        return None;
+    }
+    let rb = flow.rcvbuf()?;
+    let rb0 = flow.before.memory.map(|m| u64::from(m.rcvbuf_bytes))?;
+    let wscale_ok = details.wscale_ok()?;
+    let rcv_wscale = if wscale_ok { i.rcv_wscale() } else { None };
+    let expected = expected_wscale(&ctx.sysctls);
+    let exact = flow
+        .after
+        .cookie
+        .and_then(|c| ctx.buf_locks.get(&c))
+        .map(|l| l.rcvbuf);
+    let shift_small = matches!((rcv_wscale, expected), (Some(a), Some(e)) if a < e);
+    let rcv_space = i.rcv_space().map(u64::from);
+    let not_growing = rb == rb0
+        && ctx.sysctls.tcp_rmem.is_some_and(|r| rb < r[2])
+        && rcv_space.is_some_and(|s| s as f64 >= RCV_SPACE_SHARE * rb as f64);
+    let locked = match exact {
+        Some(l) => l,
+        None => shift_small || not_growing,
+    };
+    if !locked {
+        return None;
+    }
+    // The window this buffer allows, and the ceiling it gives.
+    let wnd = details
+        .rcv_wnd_advertised()
+        .max(
+            flow.before
+                .tcp
+                .as_ref()
+                .and_then(|t| t.rcv_wnd_advertised()),
+        )
+        .map(u64::from)
+        .filter(|&w| w > 0)
+        .unwrap_or((WINDOW_PER_RCVBUF * rb as f64) as u64);
+    let r_us = flow
+        .min_rtt_us()
+        .or_else(|| i.rcv_rtt_us().filter(|&r| r > 0))?;
+    let r = f64::from(r_us) / 1e6;
+    let ceiling = wnd as f64 / r;
+    let goodput = received as f64 / flow.dt;
+    if goodput < CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
+        return None;
+    }
+    let bdp = ctx.bandwidth.map(|b| b * r);
+    let advised = bdp.map(round_up_kib);
+    let mut ev = Evidence::default();
+    flow.common_evidence(&mut ev);
+    ev.int("rcvbuf_bytes", rb)
+        .int("so_rcvbuf_bytes", rb / 2)
+        .int("rcv_wnd_bytes", wnd)
+        .int("rcv_wscale", rcv_wscale.map(u64::from))
+        .int("expected_rcv_wscale", expected.map(u64::from))
+        .int("rcv_space_bytes", rcv_space)
+        .num("ceiling_bytes_per_sec", ceiling)
+        .num("goodput_bytes_per_sec", goodput)
+        .text(
+            "lock",
+            match exact {
+                Some(true) => "exact",
+                _ => "inferred",
+            },
+        )
+        .text(
+            "evidence_kind",
+            if shift_small {
+                "window-scale-below-sysctls"
+            } else {
+                "buffer-not-growing"
+            },
+        );
+    if let Some(b) = ctx.bandwidth {
+        ev.num("bandwidth_bytes_per_sec", b);
+    }
+    ev.num("bdp_bytes", bdp)
+        .int("advised_rcvbuf_bytes", advised)
+        .int("rmem_max_bytes", ctx.sysctls.rmem_max);
+    let conn = conn_text(flow.after);
+    let who = owner_text(flow);
+    let need = match advised {
+        Some(a) => format!(
+            " This path needs SO_RCVBUF >= BDP = {a} bytes ({}).",
+            bytes_text(a as f64)
+        ),
+        None => " Give --bandwidth to get the size this path needs (SO_RCVBUF >= BDP).".into(),
+    };
+    let rmem_hint = match (advised, ctx.sysctls.rmem_max) {
+        (Some(a), Some(m)) if a > m => {
+            format!(" If you keep the setsockopt, raise net.core.rmem_max to at least {a}.")
+        }
+        _ => String::new(),
+    };
+    Some(Finding {
+        rule: RuleId::ReceiveBufferLocked,
+        severity: cap_severity(ceiling, r_us, ctx),
+        socket: Some(flow.socket_ref()),
+        summary: format!(
+            "{conn}{who}: this socket's receive buffer is fixed at rb = {} (SO_RCVBUF about {}){}, \
+             so its window is at most {} and the ceiling is {} at {}; receiving at {}",
+            bytes_text(rb as f64),
+            rb / 2,
+            match (rcv_wscale, expected) {
+                (Some(a), Some(e)) if a < e =>
+                    format!(", window scale {a} where this host's sysctls give {e}"),
+                _ => String::new(),
+            },
+            bytes_text(wnd as f64),
+            rate_text(ceiling),
+            ms_text(r_us),
+            rate_text(goodput)
+        ),
+        evidence: ev,
+        advice: format!(
+            "The application{who} sets SO_RCVBUF, which turns receive autotuning off (and, set \
+             before listen()/connect(), also fixes the window scale). Remove the \
+             setsockopt(SO_RCVBUF) so the kernel can grow the buffer up to net.ipv4.tcp_rmem max, \
+             or raise it.{need}{rmem_hint}"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    fn receiver(wscale: u8, received: u64, rtt: u32) -> (Socket, Socket) {
+        let b = TcpBuilder::new()
+            .with_wscale(10, wscale)
+            .rcvbuf(16384, 0)
+            .rcv_wnd(8688)
+            .rcv_space(14480)
+            .min_rtt(rtt);
+        (b.clone().build(3), b.bytes_received(received).build(3))
+    }
+
+    #[test]
+    fn expected_shift_from_sysctls() {
+        assert_eq!(expected_wscale(&sysctls()), Some(10)); // 32 MiB
+        let mut s = sysctls();
+        s.tcp_rmem = Some([4096, 131_072, 6_291_456]);
+        assert_eq!(expected_wscale(&s), Some(7)); // Debian's 6 MiB and 4 MiB rmem_max
+        s.tcp_rmem = None;
+        s.rmem_max = None;
+        assert_eq!(expected_wscale(&s), None);
+    }
+
+    #[test]
+    fn experiment_e_receiver() {
+        let (s0, s1) = receiver(0, 405_000, 20_400);
+        let mut c = ctx();
+        c.bandwidth = Some(12_500_000.0);
+        let f = only(run(vec![s0], vec![s1], &c), RuleId::ReceiveBufferLocked);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(ev(&f[0], "rcv_wscale"), 0.0);
+        assert_eq!(ev(&f[0], "expected_rcv_wscale"), 10.0);
+        assert!(ev(&f[0], "advised_rcvbuf_bytes") >= 12_500_000.0 * 0.0204);
+        assert!(f[0].advice.contains("Remove the setsockopt(SO_RCVBUF)"));
+    }
+
+    #[test]
+    fn shift_at_the_expected_value_is_not_locked() {
+        // rcv_wscale 10 == expected, rb growing: nothing.
+        let b = TcpBuilder::new()
+            .with_wscale(10, 10)
+            .rcv_wnd(8688)
+            .rcv_space(1000)
+            .min_rtt(20_400);
+        let s0 = b.clone().rcvbuf(16384, 0).build(3);
+        let s1 = b.rcvbuf(32768, 0).bytes_received(405_000).build(3);
+        assert!(only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked).is_empty());
+        // One below the expected shift fires.
+        let (s0, s1) = receiver(9, 405_000, 20_400);
+        assert_eq!(
+            only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn loopback_small_rcvbuf_is_not_a_finding() {
+        // The seed's negative case: 8 KiB at 50 µs: ceiling 174 MB/s.
+        let (s0, s1) = receiver(0, 150_000_000, 50);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+    }
+
+    #[test]
+    fn receiving_threshold() {
+        let (s0, s1) = receiver(0, RECEIVING_BYTES - 1, 20_400);
+        assert!(only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked).is_empty());
+    }
+
+    #[test]
+    fn host_autotuning_off() {
+        let mut c = ctx();
+        c.sysctls.tcp_moderate_rcvbuf = Some(0);
+        let f = run(vec![], vec![], &c);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, RuleId::ReceiveBufferLocked);
+        assert!(f[0].socket.is_none());
+    }
+}

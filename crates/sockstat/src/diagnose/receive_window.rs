@@ -1,0 +1,420 @@
+//! R2, `receive-window-limited` and `window-scaling-missing`: the peer's receive window caps
+//! throughput, with its three causes.
+//!
+//! Cases: seed 001's LVS without window scaling (window stuck at 64 KiB) and its 8 KiB
+//! SO_RCVBUF receiver, reproduced in research/kernel.md §3.2 experiments D (peer
+//! `tcp_window_scaling=0`: no TCPI_OPT_WSCALE, `snd_wnd = 65535`, goodput 2.3-3.0 MB/s against
+//! a ceiling of 3.24 MB/s) and E (peer listener SO_RCVBUF 8 KiB: `snd_wscale = 0`,
+//! `snd_wnd = 8688`, 401-412 KB/s against 425 KB/s).
+//!
+//! - R2a `window-scaling-missing`: no WSCALE option and `snd_wnd <= 65535`.
+//! - R2b `receive-window-limited`, cause `peer-receive-buffer-fixed`: WSCALE set, the peer's
+//!   shift at most 2 and the window never above `65535 << shift` (the peer fixed SO_RCVBUF
+//!   before listen/connect, which fixes its shift at the handshake, kernel.md §4).
+//! - R2c `receive-window-limited`, cause `peer-window-small`: any other window below the BDP.
+//!
+//! Host findings (socket null): `net.ipv4.tcp_window_scaling=0` here caps every connection;
+//! `tcp_rmem` max or `core.rmem_max` below the BDP of a flow this host receives (with
+//! `--bandwidth`).
+
+use super::*;
+use crate::model::tcp::{opt, MAX_UNSCALED_WINDOW};
+use send_buffer::owner_text;
+
+/// Share of busy time in `rwnd_limited` that suggests the window (kernel.md §3.3 R2).
+pub const RWND_SHARE: f64 = 0.20;
+/// In flight at or above this share of the peer's window: the window is full.
+pub const WINDOW_FULL: f64 = 0.8;
+/// A peer window-scale shift at or below this with a window that never exceeds
+/// `65535 << shift` means the peer fixed its buffer at the handshake (R2b).
+pub const SMALL_PEER_WSCALE: u8 = 2;
+/// The receive buffer needed per byte of BDP: the advertised window is about half of `rb`
+/// (scaling_ratio starts at 50%, kernel.md §3.1).
+pub const RCVBUF_PER_BDP: f64 = 2.0;
+/// Bytes received over the interval before a flow counts as "receiving" for the host check.
+pub const RECEIVING_BYTES: u64 = 65_536;
+
+/// Runs R2 over every flow, then the host checks.
+pub fn check(input: &Input<'_>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = input
+        .flows
+        .iter()
+        .filter_map(|f| flow_check(f, input))
+        .collect();
+    out.extend(host_check(input));
+    out
+}
+
+fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
+    let ctx = input.ctx;
+    let i = flow.info()?;
+    if !matches!(flow.after.state, State::Established | State::CloseWait) || !flow.active() {
+        return None;
+    }
+    let wnd_now = i.snd_wnd()?;
+    let wnd = wnd_now.max(flow.info0()?.snd_wnd()?);
+    if wnd == 0 || wnd_now == 0 {
+        return None; // a zero window is R3
+    }
+    let rwnd_share = flow.rwnd_share().unwrap_or(0.0);
+    let inflight = flow.inflight()?;
+    if rwnd_share < RWND_SHARE && (inflight as f64) < WINDOW_FULL * f64::from(wnd) {
+        return None;
+    }
+    let r_us = flow.min_rtt_us()?;
+    let r = f64::from(r_us) / 1e6;
+    let ceiling = f64::from(wnd) / r;
+    let goodput = flow.goodput()?;
+    if goodput < CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
+        return None;
+    }
+    let options = i.options()?;
+    let wscale_ok = options & opt::WSCALE != 0;
+    let snd_wscale = if wscale_ok { i.snd_wscale() } else { None };
+    let bw = bandwidth_for(flow, ctx);
+    let bdp = bw.map(|(b, _)| b * r);
+
+    let (rule, cause) = if !wscale_ok && wnd <= MAX_UNSCALED_WINDOW {
+        (
+            RuleId::WindowScalingMissing,
+            "window-scaling-not-negotiated",
+        )
+    } else if snd_wscale.is_some_and(|s| {
+        s <= SMALL_PEER_WSCALE && wnd <= MAX_UNSCALED_WINDOW << u32::from(s.min(14))
+    }) {
+        (RuleId::ReceiveWindowLimited, "peer-receive-buffer-fixed")
+    } else {
+        (RuleId::ReceiveWindowLimited, "peer-window-small")
+    };
+
+    let mut ev = Evidence::default();
+    flow.common_evidence(&mut ev);
+    ev.int("snd_wnd_bytes", u64::from(wnd))
+        .put("wscale_negotiated", Some(Value::from(wscale_ok)))
+        .int("snd_wscale", snd_wscale.map(u64::from))
+        .num("ceiling_bytes_per_sec", ceiling)
+        .num("goodput_bytes_per_sec", goodput)
+        .num("busy_share", flow.busy_share())
+        .num("rwnd_limited_share", rwnd_share)
+        .int("inflight_bytes", inflight)
+        .text("cause", cause);
+    if let Some((b, src)) = bw {
+        ev.num("bandwidth_bytes_per_sec", b)
+            .text("bandwidth_source", src);
+    }
+    ev.num("bdp_bytes", bdp);
+    let advised = bdp.map(round_up_kib);
+    if rule == RuleId::ReceiveWindowLimited {
+        ev.int("advised_peer_rcvbuf_bytes", advised);
+    }
+    ev.int("local_tcp_window_scaling", ctx.sysctls.tcp_window_scaling);
+
+    let conn = conn_text(flow.after);
+    let who = owner_text(flow);
+    let need = match (advised, bw) {
+        (Some(a), Some((b, _))) => format!(
+            " To fill {} at this RTT the window must reach the BDP, {} bytes ({}).",
+            rate_text(b),
+            a,
+            bytes_text(a as f64)
+        ),
+        _ => String::new(),
+    };
+    let (summary, advice) = match cause {
+        "window-scaling-not-negotiated" => {
+            let local_on = ctx.sysctls.tcp_window_scaling != Some(0);
+            (
+                format!(
+                    "{conn}{who}: window scaling was not negotiated, so the peer's window is \
+                     capped at 64 KiB ({wnd} bytes now): ceiling {wnd} / {} = {}, sending at {}",
+                    ms_text(r_us),
+                    rate_text(ceiling),
+                    rate_text(goodput)
+                ),
+                if local_on {
+                    format!(
+                        "Window scaling is on here (net.ipv4.tcp_window_scaling=1), so the peer \
+                         or a middlebox in front of it (a load balancer such as LVS, a proxy, a \
+                         firewall) dropped the window-scale option from the SYN/SYN-ACK. Enable \
+                         window scaling on the peer or proxy (net.ipv4.tcp_window_scaling=1) and \
+                         make sure the option passes; capture the handshake to confirm.{need}"
+                    )
+                } else {
+                    format!(
+                        "Window scaling is off on this host: sysctl -w \
+                         net.ipv4.tcp_window_scaling=1 (new connections only).{need}"
+                    )
+                },
+            )
+        }
+        "peer-receive-buffer-fixed" => (
+            format!(
+                "{conn}{who}: limited by the peer's receive window, {} (shift {}): the peer fixed \
+                 its receive buffer before the handshake; ceiling {} at min RTT {}, sending at {}",
+                bytes_text(f64::from(wnd)),
+                snd_wscale.unwrap_or(0),
+                rate_text(ceiling),
+                ms_text(r_us),
+                rate_text(goodput)
+            ),
+            format!(
+                "The peer application set a small SO_RCVBUF (about {} bytes) before listen() or \
+                 connect(), which also fixed its window scale. Remove that setsockopt on the peer \
+                 so receive autotuning applies, or set SO_RCVBUF to at least the BDP before \
+                 listen().{need}",
+                wnd
+            ),
+        ),
+        _ => (
+            format!(
+                "{conn}{who}: limited by the peer's receive window, {}: ceiling {} at min RTT {}, \
+                 sending at {}",
+                bytes_text(f64::from(wnd)),
+                rate_text(ceiling),
+                ms_text(r_us),
+                rate_text(goodput)
+            ),
+            format!(
+                "The peer advertises less than this path needs: it reads slowly or uses small \
+                 buffers. Check the peer's net.ipv4.tcp_rmem max and net.core.rmem_max, and \
+                 whether its application reads promptly.{need}"
+            ),
+        ),
+    };
+    Some(Finding {
+        rule,
+        severity: cap_severity(ceiling, r_us, ctx),
+        socket: Some(flow.socket_ref()),
+        summary,
+        evidence: ev,
+        advice,
+    })
+}
+
+fn host_check(input: &Input<'_>) -> Vec<Finding> {
+    let s = &input.ctx.sysctls;
+    let mut out = vec![];
+    if s.tcp_window_scaling == Some(0) {
+        let mut ev = Evidence::default();
+        ev.int("tcp_window_scaling", 0u64)
+            .int("max_window_bytes", u64::from(MAX_UNSCALED_WINDOW));
+        out.push(Finding {
+            rule: RuleId::WindowScalingMissing,
+            severity: Severity::Warning,
+            socket: None,
+            summary: "window scaling is off in this namespace (net.ipv4.tcp_window_scaling=0): \
+                      every new connection's window is capped at 64 KiB, a ceiling of 64 KiB / \
+                      RTT (3.2 MB/s at 20 ms)"
+                .into(),
+            evidence: ev,
+            advice: "sysctl -w net.ipv4.tcp_window_scaling=1 (applies to new connections)".into(),
+        });
+    }
+    // The receive side of this host: only with the operator's bandwidth (a receiver cannot
+    // measure the path).
+    let Some(b) = input.ctx.bandwidth else {
+        return out;
+    };
+    let busiest = input
+        .flows
+        .iter()
+        .filter(|f| f.d(TcpInfo::bytes_received).unwrap_or(0) >= RECEIVING_BYTES)
+        .filter_map(|f| {
+            let r = f64::from(f.min_rtt_us().or(f.info()?.rcv_rtt_us())?) / 1e6;
+            (r > 0.0).then_some((*f, b * r))
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1));
+    let Some((flow, bdp)) = busiest else {
+        return out;
+    };
+    let conn = conn_text(flow.after);
+    if let Some(m) = s.tcp_rmem {
+        let need = RCVBUF_PER_BDP * bdp;
+        if (m[2] as f64) < need {
+            let target = round_up_kib(need);
+            let mut ev = Evidence::default();
+            ev.int("tcp_rmem_max_bytes", m[2])
+                .num("bdp_bytes", bdp)
+                .num("bandwidth_bytes_per_sec", b)
+                .text("flow", conn.clone())
+                .int("advised_tcp_rmem_max_bytes", target);
+            out.push(Finding {
+                rule: RuleId::ReceiveWindowLimited,
+                severity: Severity::Warning,
+                socket: None,
+                summary: format!(
+                    "net.ipv4.tcp_rmem max = {} caps every autotuned receive window below what \
+                     {conn} needs (2 x BDP = {})",
+                    bytes_text(m[2] as f64),
+                    bytes_text(need)
+                ),
+                evidence: ev,
+                advice: format!("sysctl -w net.ipv4.tcp_rmem=\"{} {} {target}\"", m[0], m[1]),
+            });
+        }
+    }
+    if let Some(m) = s.rmem_max {
+        if (m as f64) < bdp {
+            let target = round_up_kib(bdp);
+            let mut ev = Evidence::default();
+            ev.int("rmem_max_bytes", m)
+                .num("bdp_bytes", bdp)
+                .num("bandwidth_bytes_per_sec", b)
+                .text("flow", conn.clone())
+                .int("advised_rmem_max_bytes", target);
+            out.push(Finding {
+                rule: RuleId::ReceiveWindowLimited,
+                severity: Severity::Info,
+                socket: None,
+                summary: format!(
+                    "net.core.rmem_max = {} is below the BDP of {conn} ({}): an application that \
+                     sets SO_RCVBUF on such a path is capped",
+                    bytes_text(m as f64),
+                    bytes_text(bdp)
+                ),
+                evidence: ev,
+                advice: format!("sysctl -w net.core.rmem_max={target}"),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    /// A flow against a window `wnd`, `acked` bytes over the second, rwnd-limited `rwnd_us`.
+    fn flow(b: TcpBuilder, wnd: u32, rwnd_us: u64, acked: u64) -> (Socket, Socket) {
+        let b = b
+            .min_rtt(20_200)
+            .rtt(21_000, 1_000)
+            .cwnd(200)
+            .unacked(30)
+            .snd_wnd(wnd);
+        let s0 = b.clone().chrono(0, 0, 0).build(9);
+        let s1 = b.bytes_acked(acked).chrono(1_000_000, rwnd_us, 0).build(9);
+        (s0, s1)
+    }
+
+    #[test]
+    fn experiment_d_no_window_scaling() {
+        let b = TcpBuilder::new().options(opt::TIMESTAMPS | opt::SACK);
+        let (s0, s1) = flow(b, 65535, 500_000, 2_600_000);
+        let f = run(vec![s0], vec![s1], &ctx());
+        let f = only(f, RuleId::WindowScalingMissing);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        let c = ev(&f[0], "ceiling_bytes_per_sec");
+        assert!((c - 65535.0 / 0.0202).abs() < 2.0);
+        assert!(f[0].advice.contains("middlebox"), "{}", f[0].advice);
+    }
+
+    #[test]
+    fn experiment_e_peer_buffer_fixed() {
+        let b = TcpBuilder::new().with_wscale(0, 10);
+        let (s0, s1) = flow(b, 8688, 460_000, 405_000);
+        let mut c = ctx();
+        c.bandwidth = Some(12_500_000.0);
+        let f = only(run(vec![s0], vec![s1], &c), RuleId::ReceiveWindowLimited);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(
+            f[0].evidence.get("cause").unwrap(),
+            "peer-receive-buffer-fixed"
+        );
+        assert!(ev(&f[0], "advised_peer_rcvbuf_bytes") >= 12_500_000.0 * 0.0202);
+        assert_eq!(f[0].severity, Severity::Critical);
+    }
+
+    #[test]
+    fn boundaries() {
+        // rwnd share exactly 20% fires, just under (and window not full) does not.
+        let b = TcpBuilder::new().with_wscale(7, 10);
+        let (s0, s1) = flow(b.clone(), 200_000, 200_000, 9_000_000);
+        assert_eq!(
+            only(
+                run(vec![s0], vec![s1], &ctx()),
+                RuleId::ReceiveWindowLimited
+            )[0]
+            .evidence
+            .get("cause")
+            .unwrap(),
+            "peer-window-small"
+        );
+        let (s0, s1) = flow(b.clone(), 200_000, 199_999, 9_000_000);
+        assert!(only(
+            run(vec![s0], vec![s1], &ctx()),
+            RuleId::ReceiveWindowLimited
+        )
+        .is_empty());
+        // Goodput exactly at 60% of the ceiling fires; below does not.
+        let at = (0.6 * 200_000.0 / 0.0202f64).ceil() as u64;
+        let (s0, s1) = flow(b.clone(), 200_000, 300_000, at);
+        assert_eq!(
+            only(
+                run(vec![s0], vec![s1], &ctx()),
+                RuleId::ReceiveWindowLimited
+            )
+            .len(),
+            1
+        );
+        let (s0, s1) = flow(b, 200_000, 300_000, at - 2);
+        assert!(only(
+            run(vec![s0], vec![s1], &ctx()),
+            RuleId::ReceiveWindowLimited
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn a_window_above_the_bandwidth_is_no_limit() {
+        let b = TcpBuilder::new().with_wscale(7, 10);
+        let (s0, s1) = flow(b, 200_000, 500_000, 9_000_000);
+        let mut c = ctx();
+        c.bandwidth = Some(5_000_000.0); // ceiling 9.9 MB/s > 5 MB/s
+        assert!(only(run(vec![s0], vec![s1], &c), RuleId::ReceiveWindowLimited).is_empty());
+    }
+
+    #[test]
+    fn loopback_small_window_is_not_a_finding() {
+        let b = TcpBuilder::new().with_wscale(0, 10);
+        let b = b.min_rtt(40).cwnd(10).unacked(1).snd_wnd(8688);
+        let s0 = b.clone().build(1);
+        let s1 = b
+            .bytes_acked(150_000_000)
+            .chrono(1_000_000, 900_000, 0)
+            .build(1);
+        assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+    }
+
+    #[test]
+    fn host_window_scaling_off() {
+        let mut c = ctx();
+        c.sysctls.tcp_window_scaling = Some(0);
+        let f = run(vec![], vec![], &c);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, RuleId::WindowScalingMissing);
+        assert!(f[0].socket.is_none());
+        c.sysctls.tcp_window_scaling = Some(1);
+        assert!(run(vec![], vec![], &c).is_empty());
+    }
+
+    #[test]
+    fn host_rmem_below_bdp_of_a_received_flow() {
+        let b = TcpBuilder::new().min_rtt(100_000);
+        let s0 = b.clone().build(1);
+        let s1 = b.bytes_received(RECEIVING_BYTES).build(1);
+        let mut c = ctx();
+        c.bandwidth = Some(125_000_000.0); // BDP 12.5 MB: 2 x BDP > 32 MiB? no: 25 MB < 32 MiB
+        let f = only(
+            run(vec![s0.clone()], vec![s1.clone()], &c),
+            RuleId::ReceiveWindowLimited,
+        );
+        assert_eq!(f.len(), 1, "{f:#?}"); // only rmem_max (4 MiB) < BDP
+        assert_eq!(f[0].severity, Severity::Info);
+        c.sysctls.tcp_rmem = Some([4096, 131_072, 6_291_456]);
+        let f = only(run(vec![s0], vec![s1], &c), RuleId::ReceiveWindowLimited);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].severity, Severity::Warning);
+    }
+}
