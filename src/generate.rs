@@ -245,6 +245,14 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
             "sockstat -H | wc -l",
             "Rows (one per holder): use --summary to count sockets.",
         ),
+        (
+            "sockstat ports --interval 5",
+            "Which destinations use up the ephemeral ports, how fast TIME-WAIT entries appear, and which clients leave TIME-WAIT on the listening ports.",
+        ),
+        (
+            "sockstat counters 10",
+            "The TCP/IP counters that moved in 10 seconds, the biggest last; ! marks trouble.",
+        ),
     ] {
         r.control("TP", []);
         r.text([bold(cmd)]);

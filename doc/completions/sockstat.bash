@@ -22,11 +22,17 @@ _sockstat() {
             sockstat,help)
                 cmd="sockstat__subcmd__help"
                 ;;
+            sockstat,ports)
+                cmd="sockstat__subcmd__ports"
+                ;;
             sockstat__subcmd__help,counters)
                 cmd="sockstat__subcmd__help__subcmd__counters"
                 ;;
             sockstat__subcmd__help,help)
                 cmd="sockstat__subcmd__help__subcmd__help"
+                ;;
+            sockstat__subcmd__help,ports)
+                cmd="sockstat__subcmd__help__subcmd__ports"
                 ;;
             *)
                 ;;
@@ -35,7 +41,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters help"
+            opts="-4 -6 -u -c -l -L -p -P -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters ports help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -131,7 +137,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help)
-            opts="counters help"
+            opts="counters ports help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -165,6 +171,58 @@ _sockstat() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__help__subcmd__ports)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__ports)
+            opts="-4 -6 -L -p -q -v -h --src --dst --interval --json --color --help --proc-root"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --src)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -69,6 +69,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l no-owners -d 'Skip th
 complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval -d 'Same as SECONDS' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
@@ -80,5 +81,21 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l json -d '
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s q -d 'Do not print the title and header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s v -d 'Print details with every warning (e.g. which counters went backwards)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s p -d 'Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a destination port for clients, a listening port for servers' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l src -d 'Only connections whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l dst -d 'Only connections whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 'Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
+always\t'Always'
+never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l proc-root -d 'Read sysctls and counters from this directory instead of /proc (testing)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 4 -d 'Only IPv4 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 6 -d 'Only IPv6 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s L -d 'Hide connections whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l json -d 'One JSON document: {"version":1,"range","settings","time_wait","interval_s", "destinations":[{"local_address","remote_address","remote_port","count","states", "usage",...}],"servers","server_counters","warnings"}'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s q -d 'Do not print the header lines'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print details with every warning'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters ports help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters ports help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters ports help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

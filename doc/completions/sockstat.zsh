@@ -88,6 +88,26 @@ never\:"Never"))' \
 '::seconds -- Measure deltas over this many seconds (fractions allowed); without it, values since boot:_default' \
 && ret=0
 ;;
+(ports)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100)\: a destination port for clients, a listening port for servers]:PORTS:_default' \
+'--src=[Only connections whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only connections whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--interval=[Sample twice, SECONDS apart\: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait)]:SECONDS:_default' \
+'--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
+always\:"Always"
+never\:"Never"))' \
+'--proc-root=[Read sysctls and counters from this directory instead of /proc (testing)]:DIR:_files' \
+'-4[Only IPv4 sockets]' \
+'-6[Only IPv6 sockets]' \
+'-L[Hide connections whose local or remote address is loopback (127/8, \:\:1)]' \
+'--json[One JSON document\: {"version"\:1,"range","settings","time_wait","interval_s", "destinations"\:\[{"local_address","remote_address","remote_port","count","states", "usage",...}\],"servers","server_counters","warnings"}]' \
+'-q[Do not print the header lines]' \
+'-v[Print details with every warning]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_sockstat__subcmd__help_commands" \
@@ -101,6 +121,10 @@ _arguments "${_arguments_options[@]}" : \
         curcontext="${curcontext%:*:*}:sockstat-help-command-$line[1]:"
         case $line[1] in
             (counters)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(ports)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -121,6 +145,7 @@ esac
 _sockstat_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
+'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat commands' commands "$@"
@@ -134,6 +159,7 @@ _sockstat__subcmd__counters_commands() {
 _sockstat__subcmd__help_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
+'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat help commands' commands "$@"
@@ -147,6 +173,16 @@ _sockstat__subcmd__help__subcmd__counters_commands() {
 _sockstat__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help help commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help__subcmd__ports_commands] )) ||
+_sockstat__subcmd__help__subcmd__ports_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help ports commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__ports_commands] )) ||
+_sockstat__subcmd__ports_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat ports commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_sockstat" ]; then

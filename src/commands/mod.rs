@@ -2,6 +2,7 @@
 //! `run` dispatches. They share the filters of `crate::cli::FilterArgs` where they make sense.
 
 pub mod counters;
+pub mod ports;
 
 use crate::cli::Cli;
 
@@ -18,11 +19,25 @@ pub enum Command {
     /// counter that went down (reset, namespace recreated) is shown as 'reset', never as a huge
     /// number.
     Counters(counters::CountersArgs),
+    /// Ephemeral-port use by destination and TIME-WAIT on both sides, with advice.
+    ///
+    /// TCP sockets whose local port lies in net.ipv4.ip_local_port_range (minus
+    /// ip_local_reserved_ports), grouped by local address and destination: ports in use by
+    /// state, the share of the usable range, TIME-WAIT entries and the time left on them, and
+    /// the rate one destination can sustain (usable ports / 60 s of TIME-WAIT). A destination
+    /// at 50% of the range gets a warning, at 80% a critical one, with the advice to fix it.
+    /// The server's view too: per listening port, the TIME-WAIT entries by client (a client
+    /// that reuses a port still in TIME-WAIT there has its SYN rejected). tcp_tw_reuse,
+    /// tcp_timestamps and the TIME-WAIT total against tcp_max_tw_buckets are reported. With
+    /// --interval: new TIME-WAIT entries per second and the PAWS, TIME-WAIT ACK and overflow
+    /// counter deltas.
+    Ports(ports::PortsArgs),
 }
 
 /// Runs a subcommand; returns the process exit status.
 pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<std::process::ExitCode> {
     match cmd {
         Command::Counters(a) => counters::run(a, cli),
+        Command::Ports(a) => ports::run(a, cli),
     }
 }

@@ -37,6 +37,7 @@ pub mod counters;
 pub mod diagnose;
 mod error;
 pub mod model;
+pub mod ports;
 pub mod query;
 pub mod render;
 pub mod sys;

@@ -5,6 +5,7 @@
 pub mod counters;
 pub mod csv;
 pub mod json;
+pub mod ports;
 pub mod sanitize;
 pub mod summary;
 pub mod table;

@@ -1,0 +1,333 @@
+//! `sockstat ports`: the port and TIME-WAIT report as a table or JSON. Reads a finished
+//! [`PortsReport`]; writes to any `io::Write` and nothing else.
+
+use std::io::{self, Write};
+
+use super::Options;
+use crate::ports::{endpoint_text, Level, PortsReport, TimeLeft, TIME_WAIT_S};
+
+/// Version of the ports JSON document.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const RESET: &str = "\x1b[0m";
+
+fn left(t: Option<TimeLeft>) -> String {
+    match t {
+        Some(t) => {
+            let (a, b) = (t.min_ms.div_ceil(1000), t.max_ms.div_ceil(1000));
+            if a == b {
+                format!("{a} s")
+            } else {
+                format!("{a}-{b} s")
+            }
+        }
+        None => "-".into(),
+    }
+}
+
+fn setting(v: Option<impl ToString>) -> String {
+    v.map_or("?".into(), |v| v.to_string())
+}
+
+fn columns(out: &mut dyn Write, rows: &[Vec<String>], right: &[bool]) -> io::Result<()> {
+    let n = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let w = widths[i];
+            if right.get(i).copied().unwrap_or(false) {
+                line.push_str(&format!("{cell:>w$}"));
+            } else {
+                line.push_str(&format!("{cell:<w$}"));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// Writes the report as text: the range and settings, the destinations, the servers, then the
+/// findings with their advice.
+pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let g = &r.range;
+    if opts.header {
+        writeln!(
+            out,
+            "Ephemeral ports {}-{}{}: {} usable ({} reserved); one destination sustains {:.1} new \
+             connections/s ({} ports / {TIME_WAIT_S} s TIME-WAIT)",
+            g.low,
+            g.high,
+            if g.from_sysctl {
+                ""
+            } else {
+                " (kernel default; sysctl unreadable)"
+            },
+            g.usable,
+            g.reserved,
+            g.sustainable_rate_per_s,
+            g.usable
+        )?;
+        let s = &r.settings;
+        let t = &r.time_wait;
+        let mut tw = format!(
+            "TIME-WAIT {} of {} buckets",
+            t.count,
+            setting(t.max_buckets)
+        );
+        if let Some(rate) = t.new_per_s {
+            tw.push_str(&format!(", {rate:.1} new/s"));
+        }
+        if let Some(o) = t.overflow_delta {
+            tw.push_str(&format!(", overflow +{o}"));
+        }
+        if let Some(o) = t.recycled_delta {
+            tw.push_str(&format!(", reused +{o}"));
+        }
+        writeln!(
+            out,
+            "tcp_tw_reuse {}, tcp_tw_reuse_delay {} ms, tcp_timestamps {}; {tw}{}",
+            setting(s.tcp_tw_reuse),
+            setting(s.tcp_tw_reuse_delay_ms),
+            setting(s.tcp_timestamps),
+            match r.interval_s {
+                Some(i) => format!(" (over {i:.1} s)"),
+                None => String::new(),
+            }
+        )?;
+        writeln!(out)?;
+    }
+    if r.destinations.is_empty() {
+        writeln!(out, "No TCP connections from ephemeral ports.")?;
+    } else {
+        let mut rows = Vec::with_capacity(r.destinations.len() + 1);
+        if opts.header {
+            rows.push(
+                [
+                    "LOCAL ADDRESS",
+                    "DESTINATION",
+                    "PORTS",
+                    "USAGE",
+                    "TIME-WAIT",
+                    "TW LEFT",
+                    "NEW TW/S",
+                    "STATES",
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+        }
+        for d in &r.destinations {
+            let states: Vec<String> = d.states.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            rows.push(vec![
+                d.local_address.to_string(),
+                endpoint_text(d.remote_address, d.remote_port),
+                d.count.to_string(),
+                format!(
+                    "{:.0}%{}",
+                    d.usage * 100.0,
+                    match d.level {
+                        Some(Level::Critical) => "!!",
+                        Some(Level::Warning) => "!",
+                        _ => "",
+                    }
+                ),
+                d.time_wait.to_string(),
+                left(d.time_wait_left),
+                d.new_time_wait_per_s
+                    .map_or("-".into(), |x| format!("{x:.1}")),
+                states.join(", "),
+            ]);
+        }
+        columns(
+            out,
+            &rows,
+            &[false, false, true, true, true, true, true, false],
+        )?;
+    }
+    if !r.servers.is_empty() {
+        writeln!(out)?;
+        let mut rows = Vec::new();
+        if opts.header {
+            rows.push(
+                [
+                    "LISTENING PORT",
+                    "TIME-WAIT",
+                    "CONNS",
+                    "CLIENT",
+                    "TW",
+                    "PORTS",
+                    "TW LEFT",
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+        }
+        for s in &r.servers {
+            for (i, c) in s.clients.iter().enumerate() {
+                let first = i == 0;
+                rows.push(vec![
+                    if first {
+                        endpoint_text(s.local_address, s.local_port)
+                    } else {
+                        String::new()
+                    },
+                    if first {
+                        s.time_wait.to_string()
+                    } else {
+                        String::new()
+                    },
+                    if first {
+                        s.connections.to_string()
+                    } else {
+                        String::new()
+                    },
+                    c.address.to_string(),
+                    c.time_wait.to_string(),
+                    c.ports.to_string(),
+                    left(c.time_wait_left),
+                ]);
+            }
+        }
+        columns(out, &rows, &[false, true, true, false, true, true, true])?;
+        if !r.server_counters.is_empty() {
+            let parts: Vec<String> = r
+                .server_counters
+                .iter()
+                .map(|c| match c.delta {
+                    Some(d) => format!("{} +{d}", c.counter),
+                    None => format!("{} reset", c.counter),
+                })
+                .collect();
+            writeln!(out, "Server counters: {}", parts.join(", "))?;
+        }
+    }
+    if !r.warnings.is_empty() {
+        writeln!(out)?;
+    }
+    for w in &r.warnings {
+        let label = w.level.name();
+        let color = match w.level {
+            Level::Critical => RED,
+            Level::Warning => YELLOW,
+            Level::Info => "",
+        };
+        if opts.color && !color.is_empty() {
+            writeln!(out, "{color}{label}{RESET}: {}", w.message)?;
+        } else {
+            writeln!(out, "{label}: {}", w.message)?;
+        }
+        if let Some(a) = &w.advice {
+            writeln!(out, "  fix: {a}")?;
+        }
+        if opts.verbose {
+            for d in &w.details {
+                writeln!(out, "  {d}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `{"version":1,"range":{...},"settings":{...},"time_wait":{...},"interval_s",
+/// "destinations":[...],"servers":[...],"server_counters":[...],"warnings":[...]}`.
+pub fn write_json(r: &PortsReport, _opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        version: u32,
+        #[serde(flatten)]
+        report: &'a PortsReport,
+    }
+    serde_json::to_writer(
+        &mut *out,
+        &Doc {
+            version: SCHEMA_VERSION,
+            report: r,
+        },
+    )?;
+    out.write_all(b"\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Snapshot, State};
+    use crate::ports::tests::sock;
+    use crate::ports::{analyze, PortsInput};
+    use crate::sys::sysctl::PortSysctls;
+
+    fn report() -> PortsReport {
+        let sockets = (0..9u16)
+            .map(|i| {
+                let mut s = sock(
+                    State::TimeWait,
+                    ("127.0.0.1", 40000 + i),
+                    Some(("127.0.0.2", 8080)),
+                );
+                s.cookie = Some(u64::from(i));
+                s.timer.as_mut().unwrap().expires_ms = 59_500;
+                s
+            })
+            .collect();
+        let snap = Snapshot {
+            sockets,
+            ..Snapshot::default()
+        };
+        let sys = PortSysctls {
+            ip_local_port_range: Some((40000, 40009)),
+            tcp_tw_reuse: Some(0),
+            ..PortSysctls::default()
+        };
+        analyze(&PortsInput {
+            snapshot: &snap,
+            earlier: None,
+            interval_s: None,
+            sysctls: &sys,
+            counters: None,
+            time_wait_total: None,
+            filter: None,
+        })
+    }
+
+    #[test]
+    fn table_shows_destination_and_advice() {
+        let mut out = Vec::new();
+        write_table(&report(), &Options::new(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("Ephemeral ports 40000-40009: 10 usable"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("127.0.0.1"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(row.contains("127.0.0.2:8080"), "{row}");
+        assert!(
+            row.contains(" 9 ") && row.contains("90%!!") && row.contains("60 s"),
+            "{row}"
+        );
+        assert!(text.contains("critical: client 127.0.0.1 -> 127.0.0.2:8080 uses 9 of 10"));
+        assert!(text.contains("  fix: use connection pooling"), "{text}");
+    }
+
+    #[test]
+    fn json_document() {
+        let mut out = Vec::new();
+        write_json(&report(), &Options::new(), &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["range"]["low"], 40000);
+        assert_eq!(v["destinations"][0]["count"], 9);
+        assert_eq!(v["destinations"][0]["time_wait_left"]["max_ms"], 59_500);
+        assert!(v["servers"].as_array().unwrap().is_empty());
+        assert_eq!(v["warnings"][0]["code"], "ephemeral-ports-critical");
+    }
+}

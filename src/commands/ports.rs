@@ -1,0 +1,173 @@
+//! `sockstat ports`: ephemeral-port use by destination, TIME-WAIT on the client and the server
+//! side, and the settings that decide whether ports can be reused (research/kernel.md R7, R8).
+//! The analysis is `sockstat::ports`; this file owns the flags, the sampling and the exit
+//! status.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use sockstat::counters::CounterSet;
+use sockstat::ports::{self, PortsInput};
+use sockstat::query::parse_prefix;
+use sockstat::{render, PortSet, Proto, Query, Snapshot};
+
+use super::counters::{output_options, parse_seconds, print_warnings};
+use crate::cli::{Cli, ColorWhen};
+
+/// Flags of `sockstat ports`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  sockstat ports                   ephemeral ports in use, by destination\n  \
+                  sockstat ports --interval 5      also the rate of new TIME-WAIT entries and the \
+                  PAWS counters\n  sockstat ports -p 5432 --json    one service's clients and \
+                  servers, as JSON\n\nExit status: 0 (also when warnings are found), 2 bad usage."
+)]
+pub struct PortsArgs {
+    /// Only IPv4 sockets.
+    #[arg(short = '4', help_heading = "Filters")]
+    pub inet: bool,
+    /// Only IPv6 sockets.
+    #[arg(short = '6', help_heading = "Filters")]
+    pub inet6: bool,
+    /// Hide connections whose local or remote address is loopback (127/8, ::1).
+    #[arg(short = 'L', help_heading = "Filters")]
+    pub no_loopback: bool,
+    /// Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a
+    /// destination port for clients, a listening port for servers.
+    #[arg(short = 'p', value_name = "PORTS", value_parser = PortSet::parse, help_heading = "Filters")]
+    pub ports: Option<PortSet>,
+    /// Only connections whose local address is ADDR or in ADDR/LEN.
+    #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
+    pub src: Option<ipnet::IpNet>,
+    /// Only connections whose remote address is ADDR or in ADDR/LEN.
+    #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
+    pub dst: Option<ipnet::IpNet>,
+    /// Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and
+    /// the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait,
+    /// TCPACKSkippedTimeWait).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub interval: Option<f64>,
+    /// One JSON document: {"version":1,"range","settings","time_wait","interval_s",
+    /// "destinations":[{"local_address","remote_address","remote_port","count","states",
+    /// "usage",...}],"servers","server_counters","warnings"}.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not print the header lines.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Print details with every warning.
+    #[arg(short = 'v')]
+    pub verbose: bool,
+    /// When to use colour.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+    /// Print help.
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Read sysctls and counters from this directory instead of /proc (testing).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub proc_root: Option<PathBuf>,
+}
+
+impl PortsArgs {
+    /// The query that gathers: every TCP socket of the chosen families, listeners included (the
+    /// server view needs them), no owner scan (TIME-WAIT entries have no owner).
+    fn gather_query(&self) -> Query {
+        let mut q = Query::new();
+        if self.inet || self.inet6 {
+            q.families.inet = self.inet;
+            q.families.inet6 = self.inet6;
+        }
+        q.families.unix = false;
+        q.protos = Some(vec![Proto::Tcp]);
+        q.owners = false;
+        q.resolve_users = false;
+        if let Some(root) = &self.proc_root {
+            q.proc_root = root.clone();
+        }
+        q
+    }
+
+    /// The query that selects what is reported.
+    fn filter_query(&self) -> Query {
+        let mut q = self.gather_query();
+        q.no_loopback = self.no_loopback;
+        q.ports = self.ports.clone();
+        q.src = self.src;
+        q.dst = self.dst;
+        q
+    }
+}
+
+struct Sample {
+    snap: Snapshot,
+    counters: Option<CounterSet>,
+}
+
+fn sample(q: &Query, root: &std::path::Path, counters: bool) -> anyhow::Result<Sample> {
+    let snap = sockstat::collect(q).context("listing TCP sockets")?;
+    let counters = if counters {
+        Some(sockstat::sys::counters::read(root)?.set)
+    } else {
+        None
+    };
+    Ok(Sample { snap, counters })
+}
+
+/// Runs `sockstat ports`.
+pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let json = args.json || cli.output.json;
+    let opts = output_options(args.quiet, args.verbose, args.color);
+    let root = args
+        .proc_root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc"));
+    let gather = args.gather_query();
+    let filter = args.filter_query();
+    let (first, last, interval_s) = match args.interval {
+        None => (None, sample(&gather, &root, false)?, None),
+        Some(s) => {
+            let start = Instant::now();
+            let a = sample(&gather, &root, true)?;
+            std::thread::sleep(Duration::from_secs_f64(s));
+            let b = sample(&gather, &root, true)?;
+            (Some(a), b, Some(start.elapsed().as_secs_f64()))
+        }
+    };
+    let sysctls = sockstat::sys::sysctl::read_port_sysctls(&root);
+    let counters = match (&first, &last.counters) {
+        (
+            Some(Sample {
+                counters: Some(a), ..
+            }),
+            Some(b),
+        ) => Some((a, b)),
+        _ => None,
+    };
+    let mut report = ports::analyze(&PortsInput {
+        snapshot: &last.snap,
+        earlier: first.as_ref().map(|s| &s.snap),
+        interval_s,
+        sysctls: &sysctls,
+        counters,
+        time_wait_total: sockstat::sys::counters::read_time_wait_total(&root),
+        filter: Some(&filter),
+    });
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if json {
+        report
+            .warnings
+            .extend(last.snap.warnings.iter().map(ports::finding_from_warning));
+        render::ports::write_json(&report, &opts, &mut out)?;
+        out.flush()?;
+    } else {
+        render::ports::write_table(&report, &opts, &mut out)?;
+        out.flush()?;
+        print_warnings(&last.snap.warnings, args.verbose);
+    }
+    Ok(ExitCode::SUCCESS)
+}
