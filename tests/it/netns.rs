@@ -134,7 +134,9 @@ fn sockstat_and_ss_see_the_same_sockets() {
     let ns = Netns::new();
     let dir = tempdir();
     let (h1, h2) = populate(&ns, dir.path());
-    let v = sockstat(&["-P", "tcp,udp", "-4", "-6"]).netns(&ns).json();
+    let v = sockstat(&["-P", "tcp,udp", "-4", "-6", "--no-owners"])
+        .netns(&ns)
+        .json();
     let ss = ns.exec("ss", &["-tuanHe"]);
     assert_eq!(ss.code, Some(0), "{ss:#?}");
     let theirs = parse_ss(&ss.stdout);
@@ -190,10 +192,23 @@ fn proc_fallback_agrees_with_netlink() {
     require_root!("proc_fallback_agrees_with_netlink (ip netns)");
     let ns = Netns::new();
     let dir = tempdir();
-    let (_h1, _h2) = populate(&ns, dir.path());
-    for proto in ["tcp", "udp", "unix"] {
-        let nl = sockstat(&["-P", proto]).netns(&ns).json();
+    let (h1, h2) = populate(&ns, dir.path());
+    // Owners restricted to the holders (one /proc pass over two processes, not the machine).
+    let pids = format!("{},{}", h1.pids(), h2.pids());
+    for (proto, owners) in [
+        ("tcp", false),
+        ("udp", false),
+        ("unix", false),
+        ("tcp,udp,unix", true),
+    ] {
+        let extra: Vec<&str> = if owners {
+            vec!["--pid", &pids]
+        } else {
+            vec!["--no-owners"]
+        };
+        let nl = sockstat(&["-P", proto]).args(&extra).netns(&ns).json();
         let pr = sockstat(&["-P", proto, "--source", "proc"])
+            .args(&extra)
             .netns(&ns)
             .json();
         let a: Vec<String> = sockets(&nl).iter().map(identity).collect();
@@ -214,9 +229,11 @@ fn proc_fallback_agrees_with_netlink() {
         assert!(sockets(&pr).iter().all(|s| s["cookie"].is_null()));
     }
     // Forcing netlink works here too.
-    let forced = sockstat(&["-P", "tcp,udp,unix", "--source", "netlink"])
+    let forced = sockstat(&["-P", "tcp,udp,unix", "--source", "netlink", "--no-owners"])
         .netns(&ns)
         .json();
-    let auto = sockstat(&["-P", "tcp,udp,unix"]).netns(&ns).json();
+    let auto = sockstat(&["-P", "tcp,udp,unix", "--no-owners"])
+        .netns(&ns)
+        .json();
     assert_eq!(ids(&forced), ids(&auto));
 }

@@ -239,7 +239,7 @@ fn csv_rows_and_formula_cells() {
 
     // TIME_WAIT in CSV: unknown cells are empty.
     let tw = h.item(6).sock();
-    let out = sockstat(&["-p", &tw.port().to_string(), "--csv", "-q"]).ok();
+    let out = sockstat(&["-p", &tw.port().to_string(), "--csv", "-q", "--no-owners"]).ok();
     let rows = parse_csv(&out.stdout);
     assert_eq!(rows.len(), 1, "{}", out.stdout);
     assert_eq!(
@@ -268,7 +268,7 @@ fn color_always_never_auto_and_no_color() {
         "{:?}",
         out.stdout
     );
-    let out = sockstat(&["-p", &tw, "-s", "--color", "always"]).ok();
+    let out = sockstat(&["-p", &tw, "-s", "--color", "always", "--no-owners"]).ok();
     assert!(
         out.stdout.contains("\x1b[33mTIME_WAIT\x1b[0m"),
         "{:?}",
