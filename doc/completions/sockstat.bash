@@ -19,6 +19,9 @@ _sockstat() {
             sockstat,counters)
                 cmd="sockstat__subcmd__counters"
                 ;;
+            sockstat,diagnose)
+                cmd="sockstat__subcmd__diagnose"
+                ;;
             sockstat,help)
                 cmd="sockstat__subcmd__help"
                 ;;
@@ -27,6 +30,9 @@ _sockstat() {
                 ;;
             sockstat__subcmd__help,counters)
                 cmd="sockstat__subcmd__help__subcmd__counters"
+                ;;
+            sockstat__subcmd__help,diagnose)
+                cmd="sockstat__subcmd__help__subcmd__diagnose"
                 ;;
             sockstat__subcmd__help,help)
                 cmd="sockstat__subcmd__help__subcmd__help"
@@ -41,7 +47,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters ports help"
+            opts="-4 -6 -u -c -l -L -p -P -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,8 +142,82 @@ _sockstat() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        sockstat__subcmd__diagnose)
+            opts="-4 -6 -u -c -l -L -p -P -v -h --src --dst --state --pid --user --command --no-owners --source --proc-root --record-netlink --replay-netlink --interval --bandwidth --json --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --src)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --source)
+                    COMPREPLY=($(compgen -W "auto netlink proc" -- "${cur}"))
+                    return 0
+                    ;;
+                --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record-netlink)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay-netlink)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bandwidth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         sockstat__subcmd__help)
-            opts="counters ports help"
+            opts="counters diagnose ports help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -151,6 +231,20 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help__subcmd__counters)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__help__subcmd__diagnose)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -69,6 +69,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l no-owners -d 'Skip th
 complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval -d 'Same as SECONDS' -r
@@ -81,6 +82,35 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l json -d '
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s q -d 'Do not print the title and header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s v -d 'Print details with every warning (e.g. which counters went backwards)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s P -d 'Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
+netlink\t'sock_diag only; a failed dump is an error'
+proc\t'/proc/net text only (no socket cookies)'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l record-netlink -d 'Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l replay-netlink -d 'Replay sock_diag replies saved with --record-netlink instead of asking the kernel' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l interval -d 'Seconds between the two samples (fractions allowed)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l bandwidth -d 'The path\'s bottleneck bandwidth, to compute the bandwidth-delay product and the buffer sizes it needs: bits per second (100Mbit, 1Gbit, 800kbit) or bytes per second (12.5MB/s)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
+always\t'Always'
+never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 4 -d 'Show IPv4 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 6 -d 'Show IPv6 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s u -d 'Show Unix domain sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l json -d 'One JSON document (doc/diagnose.schema.json)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s v -d 'Print details with every warning'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s p -d 'Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a destination port for clients, a listening port for servers' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l src -d 'Only connections whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l dst -d 'Only connections whose remote address is ADDR or in ADDR/LEN' -r
@@ -96,6 +126,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l json -d 'One
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s q -d 'Do not print the header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters ports help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters ports help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters ports help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -88,6 +88,40 @@ never\:"Never"))' \
 '::seconds -- Measure deltas over this many seconds (fractions allowed); without it, values since boot:_default' \
 && ret=0
 ;;
+(diagnose)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default\: all the kernel has except packet]:PROTOS:_default' \
+'--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
+'--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
+'--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
+'--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
+'--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
+netlink\:"sock_diag only; a failed dump is an error"
+proc\:"/proc/net text only (no socket cookies)"))' \
+'--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
+'--record-netlink=[Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)]:DIR:_files' \
+'(--record-netlink)--replay-netlink=[Replay sock_diag replies saved with --record-netlink instead of asking the kernel]:DIR:_files' \
+'--interval=[Seconds between the two samples (fractions allowed)]:SECONDS:_default' \
+'--bandwidth=[The path'\''s bottleneck bandwidth, to compute the bandwidth-delay product and the buffer sizes it needs\: bits per second (100Mbit, 1Gbit, 800kbit) or bytes per second (12.5MB/s)]:RATE:_default' \
+'--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
+always\:"Always"
+never\:"Never"))' \
+'-4[Show IPv4 sockets]' \
+'-6[Show IPv6 sockets]' \
+'-u[Show Unix domain sockets]' \
+'-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
+'-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--json[One JSON document (doc/diagnose.schema.json)]' \
+'-v[Print details with every warning]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (ports)
 _arguments "${_arguments_options[@]}" : \
 '-p+[Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100)\: a destination port for clients, a listening port for servers]:PORTS:_default' \
@@ -124,6 +158,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(diagnose)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (ports)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -145,6 +183,7 @@ esac
 _sockstat_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
+'diagnose:What limits each TCP connection, and what to change' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -155,10 +194,16 @@ _sockstat__subcmd__counters_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat counters commands' commands "$@"
 }
+(( $+functions[_sockstat__subcmd__diagnose_commands] )) ||
+_sockstat__subcmd__diagnose_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat diagnose commands' commands "$@"
+}
 (( $+functions[_sockstat__subcmd__help_commands] )) ||
 _sockstat__subcmd__help_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
+'diagnose:What limits each TCP connection, and what to change' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -168,6 +213,11 @@ _sockstat__subcmd__help_commands() {
 _sockstat__subcmd__help__subcmd__counters_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help counters commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help__subcmd__diagnose_commands] )) ||
+_sockstat__subcmd__help__subcmd__diagnose_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help diagnose commands' commands "$@"
 }
 (( $+functions[_sockstat__subcmd__help__subcmd__help_commands] )) ||
 _sockstat__subcmd__help__subcmd__help_commands() {

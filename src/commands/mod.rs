@@ -2,6 +2,7 @@
 //! `run` dispatches. They share the filters of `crate::cli::FilterArgs` where they make sense.
 
 pub mod counters;
+pub mod diagnose;
 pub mod ports;
 
 use crate::cli::Cli;
@@ -19,6 +20,16 @@ pub enum Command {
     /// counter that went down (reset, namespace recreated) is shown as 'reset', never as a huge
     /// number.
     Counters(counters::CountersArgs),
+    /// What limits each TCP connection, and what to change.
+    ///
+    /// Samples every TCP connection twice, --interval apart (tcp_info, socket memory), with the
+    /// namespace's counters and sysctls, and reports what limits each one: a send buffer or
+    /// receive window too small for the path, window scaling missing, a receiver that does not
+    /// read, delayed ACKs, retransmissions, a full listen queue, TIME-WAIT trouble, ephemeral
+    /// ports, TCP memory pressure. Each finding names the connection and its process, gives the
+    /// numbers behind it and the change to make. Exit status 1 when something at warning level
+    /// or above was found.
+    Diagnose(Box<diagnose::DiagnoseArgs>),
     /// Ephemeral-port use by destination and TIME-WAIT on both sides, with advice.
     ///
     /// TCP sockets whose local port lies in net.ipv4.ip_local_port_range (minus
@@ -38,6 +49,7 @@ pub enum Command {
 pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<std::process::ExitCode> {
     match cmd {
         Command::Counters(a) => counters::run(a, cli),
+        Command::Diagnose(a) => diagnose::run(a, cli),
         Command::Ports(a) => ports::run(a, cli),
     }
 }

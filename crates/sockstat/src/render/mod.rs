@@ -4,6 +4,7 @@
 
 pub mod counters;
 pub mod csv;
+pub mod diagnose;
 pub mod json;
 pub mod ports;
 pub mod sanitize;

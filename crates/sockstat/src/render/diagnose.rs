@@ -1,0 +1,256 @@
+//! The diagnosis as text or JSON (`sockstat diagnose`), from a finished [`Report`]. No I/O other
+//! than writing the output. Every string that may carry another process's bytes (command
+//! names inside summaries and advice) is sanitized before it reaches a terminal.
+//!
+//! JSON (schema in doc/diagnose.schema.json, version 1):
+//! `{"version":1,"interval_s":1.0,"connections":N,"findings":[{"rule","severity","socket",
+//! "summary","evidence","advice"}],"warnings":[...]}`; `socket` is null for host findings.
+
+use std::io::{self, Write};
+use std::net::IpAddr;
+
+use serde_json::{json, Value};
+
+use super::sanitize::for_terminal;
+use super::Options;
+use crate::diagnose::{Finding, Report, Severity, SocketRef};
+use crate::model::Endpoint;
+
+/// The JSON schema version of the diagnose document.
+pub const VERSION: u32 = 1;
+
+fn endpoint_json(e: &Endpoint) -> Value {
+    match e {
+        Endpoint::Inet { addr, port } => json!({"address": addr_text(addr), "port": port}),
+        _ => json!({}),
+    }
+}
+
+fn addr_text(a: &IpAddr) -> String {
+    a.to_string()
+}
+
+fn socket_json(s: &SocketRef) -> Value {
+    json!({
+        "id": s.id,
+        "cookie": s.cookie.map(|c| c.to_string()),
+        "state": s.state.name(),
+        "local": endpoint_json(&s.local),
+        "remote": s.remote.as_ref().map(endpoint_json),
+        "owners": s.owners.iter().map(|o| json!({
+            "pid": o.pid,
+            "fd": o.fd,
+            "command": o.command,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// One finding as its JSON object.
+pub fn finding_json(f: &Finding) -> Value {
+    json!({
+        "rule": f.rule.id(),
+        "severity": f.severity.name(),
+        "socket": f.socket.as_ref().map(socket_json),
+        "summary": f.summary,
+        "evidence": serde_json::to_value(&f.evidence).unwrap_or(Value::Null),
+        "advice": f.advice,
+    })
+}
+
+/// Writes the report as one JSON document.
+pub fn write_json(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    write!(
+        out,
+        "{{\"version\":{VERSION},\"interval_s\":{},\"connections\":{},\"findings\":",
+        serde_json::to_string(&r.interval_s).unwrap_or_else(|_| "null".into()),
+        r.connections
+    )?;
+    let findings: Vec<Value> = r.findings.iter().map(finding_json).collect();
+    serde_json::to_writer(&mut *out, &findings)?;
+    out.write_all(b",")?;
+    super::json::write_warnings(&r.warnings, opts.verbose, out)?;
+    out.write_all(b"}\n")
+}
+
+fn severity_label(s: Severity, color: bool) -> String {
+    let (text, code) = match s {
+        Severity::Critical => ("CRITICAL", "1;31"),
+        Severity::Warning => ("WARNING", "33"),
+        Severity::Info => ("INFO", "36"),
+    };
+    if color {
+        format!("\x1b[{code}m{text:<8}\x1b[0m")
+    } else {
+        format!("{text:<8}")
+    }
+}
+
+fn clean(s: &str) -> String {
+    for_terminal(s.as_bytes()).into_owned()
+}
+
+fn evidence_text(f: &Finding) -> String {
+    f.evidence
+        .0
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={}", clean(s)),
+            Value::Array(a) => format!("{k}=[{} items]", a.len()),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes the report for people: one block per finding (severity, rule, connection, verdict,
+/// evidence, fix), then a one-line total; a healthy host gets one line saying so.
+pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    for f in &r.findings {
+        let target = match &f.socket {
+            Some(s) => {
+                let conn = match &s.remote {
+                    Some(rem) => format!(
+                        "{} -> {}",
+                        crate::diagnose::endpoint_text(&s.local),
+                        crate::diagnose::endpoint_text(rem)
+                    ),
+                    None => crate::diagnose::endpoint_text(&s.local),
+                };
+                let owners: Vec<String> = s
+                    .owners
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "pid {} ({}) fd {}",
+                            o.pid,
+                            clean(o.command.as_deref().unwrap_or("?")),
+                            o.fd
+                        )
+                    })
+                    .collect();
+                if owners.is_empty() {
+                    conn
+                } else {
+                    format!("{conn}  {}", owners.join(", "))
+                }
+            }
+            None => "host".into(),
+        };
+        writeln!(
+            out,
+            "{} {}  {}",
+            severity_label(f.severity, opts.color),
+            f.rule.id(),
+            target
+        )?;
+        writeln!(out, "  {}", clean(&f.summary))?;
+        writeln!(out, "  evidence: {}", evidence_text(f))?;
+        writeln!(out, "  fix: {}", clean(&f.advice))?;
+        writeln!(out)?;
+    }
+    if r.findings.is_empty() {
+        writeln!(
+            out,
+            "No problems found: {} TCP connections examined over {:.1} s.",
+            r.connections, r.interval_s
+        )?;
+    } else {
+        let count = |s| r.findings.iter().filter(|f| f.severity == s).count();
+        writeln!(
+            out,
+            "{} findings ({} critical, {} warning, {} info) in {} TCP connections over {:.1} s.",
+            r.findings.len(),
+            count(Severity::Critical),
+            count(Severity::Warning),
+            count(Severity::Info),
+            r.connections,
+            r.interval_s
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::{Evidence, OwnerRef, RuleId};
+    use crate::model::State;
+
+    fn report() -> Report {
+        let mut ev = Evidence::default();
+        ev.int("sndbuf_bytes", 32768u64)
+            .text("cause", "set-by-application");
+        Report {
+            findings: vec![Finding {
+                rule: RuleId::SendBufferLimited,
+                severity: Severity::Critical,
+                socket: Some(SocketRef {
+                    id: Some(5),
+                    cookie: Some(77),
+                    state: State::Established,
+                    local: Endpoint::Inet {
+                        addr: "192.0.2.1".parse().unwrap(),
+                        port: 40000,
+                    },
+                    remote: Some(Endpoint::Inet {
+                        addr: "2001:db8::2".parse().unwrap(),
+                        port: 5001,
+                    }),
+                    owners: vec![OwnerRef {
+                        pid: 9,
+                        fd: 3,
+                        command: Some("evil\x1b[2J".into()),
+                    }],
+                }),
+                summary: "slow (pid 9 evil\x1b[2J)".into(),
+                evidence: ev,
+                advice: "remove it".into(),
+            }],
+            warnings: vec![],
+            connections: 3,
+            interval_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn json_shape() {
+        let mut out = vec![];
+        write_json(&report(), &Options::new(), &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["version"], 1);
+        let f = &v["findings"][0];
+        assert_eq!(f["rule"], "send-buffer-limited");
+        assert_eq!(f["severity"], "critical");
+        assert_eq!(f["socket"]["cookie"], "77");
+        assert_eq!(f["socket"]["remote"]["address"], "2001:db8::2");
+        assert_eq!(f["socket"]["owners"][0]["command"], "evil\u{1b}[2J");
+        assert_eq!(f["evidence"]["sndbuf_bytes"], 32768);
+    }
+
+    #[test]
+    fn text_is_sanitized_and_counts() {
+        let mut out = vec![];
+        write_text(&report(), &Options::new(), &mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(!t.contains('\x1b'), "{t:?}");
+        assert!(
+            t.starts_with("CRITICAL send-buffer-limited  192.0.2.1:40000 -> [2001:db8::2]:5001")
+        );
+        assert!(t.contains("1 findings (1 critical, 0 warning, 0 info) in 3 TCP connections"));
+        let mut out = vec![];
+        write_text(
+            &Report {
+                connections: 4,
+                interval_s: 1.0,
+                ..Report::default()
+            },
+            &Options::new(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "No problems found: 4 TCP connections examined over 1.0 s.\n"
+        );
+    }
+}

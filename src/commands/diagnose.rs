@@ -1,0 +1,257 @@
+//! `sockstat diagnose`: two samples of the TCP sockets (with tcp_info and socket memory), the
+//! namespace's counters and the sysctls, an interval apart, judged by the rules of
+//! `sockstat::diagnose`. This file owns the flags, the gathering (what the pure rules may not
+//! do) and the exit status: 0 healthy (or info only), 1 a finding at warning level or above,
+//! 2 an error.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use sockstat::diagnose::{self, Context, Counters, Sample, Sysctls};
+use sockstat::{render, Proto, Query};
+
+use crate::cli::{Cli, ColorWhen, FilterArgs, SourceArgs};
+
+fn bandwidth(s: &str) -> Result<f64, String> {
+    diagnose::parse_bandwidth(s)
+}
+
+/// Flags of `sockstat diagnose`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Findings (doc/diagnostics.md): send-buffer-limited, receive-window-limited,
+window-scaling-missing, receive-buffer-locked, receiver-not-reading, delayed-ack,
+memory-pressure, ephemeral-ports, timewait-syn-rejected, listen-overflow, retransmissions.
+
+Examples:
+  sockstat diagnose                         every TCP connection, 1 s apart
+  sockstat diagnose -p 443 --interval 3     connections on port 443, over 3 s
+  sockstat diagnose --bandwidth 100Mbit     also size buffers for a 100 Mbit/s path (BDP)
+  sockstat diagnose --json                  for scripts (doc/diagnose.schema.json)
+
+Exit status: 0 nothing at warning level or above, 1 findings, 2 bad usage or an error.")]
+pub struct DiagnoseArgs {
+    /// Filters.
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Data sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Seconds between the two samples (fractions allowed).
+    #[arg(long, value_name = "SECONDS", default_value = "1", value_parser = super::counters::parse_seconds, help_heading = "Diagnosis")]
+    pub interval: f64,
+    /// The path's bottleneck bandwidth, to compute the bandwidth-delay product and the buffer
+    /// sizes it needs: bits per second (100Mbit, 1Gbit, 800kbit) or bytes per second (12.5MB/s).
+    #[arg(long, value_name = "RATE", value_parser = bandwidth, help_heading = "Diagnosis")]
+    pub bandwidth: Option<f64>,
+    /// One JSON document (doc/diagnose.schema.json).
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Print details with every warning.
+    #[arg(short = 'v', help_heading = "Output")]
+    pub verbose: bool,
+    /// When to use colour.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, help_heading = "Output")]
+    pub color: ColorWhen,
+    /// Print help.
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// Parses three numbers (`tcp_wmem`, `tcp_rmem`, `tcp_mem`).
+fn triple(t: &str) -> Option<[u64; 3]> {
+    let v: Vec<u64> = t
+        .split_ascii_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (v.len() == 3).then(|| [v[0], v[1], v[2]])
+}
+
+/// Reads the sysctls the rules use from `<proc_root>/sys` (of this thread's namespace).
+fn read_sysctls(proc_root: &Path) -> Sysctls {
+    use sockstat::sys::sysctl::{parse_port_range, parse_reserved_ports, read_text};
+    let num = |n: &str| read_text(proc_root, n).and_then(|t| t.parse::<u64>().ok());
+    let three = |n: &str| read_text(proc_root, n).as_deref().and_then(triple);
+    Sysctls {
+        tcp_wmem: three("net/ipv4/tcp_wmem"),
+        tcp_rmem: three("net/ipv4/tcp_rmem"),
+        wmem_max: num("net/core/wmem_max"),
+        rmem_max: num("net/core/rmem_max"),
+        tcp_mem: three("net/ipv4/tcp_mem"),
+        tcp_window_scaling: num("net/ipv4/tcp_window_scaling"),
+        tcp_moderate_rcvbuf: num("net/ipv4/tcp_moderate_rcvbuf"),
+        tcp_timestamps: num("net/ipv4/tcp_timestamps"),
+        tcp_tw_reuse: num("net/ipv4/tcp_tw_reuse"),
+        ip_local_port_range: read_text(proc_root, "net/ipv4/ip_local_port_range")
+            .as_deref()
+            .and_then(parse_port_range),
+        ip_local_reserved_ports: read_text(proc_root, "net/ipv4/ip_local_reserved_ports")
+            .as_deref()
+            .and_then(parse_reserved_ports)
+            .map(|p| p.ranges().to_vec())
+            .unwrap_or_default(),
+        somaxconn: num("net/core/somaxconn"),
+        tcp_syncookies: num("net/ipv4/tcp_syncookies"),
+        tcp_max_tw_buckets: num("net/ipv4/tcp_max_tw_buckets"),
+    }
+}
+
+/// `mem N` (pages) on the `TCP:` line of `/proc/net/sockstat` (global TCP memory; the tw
+/// reader in `sockstat::sys::counters` reads another field of the same line).
+fn parse_sockstat_mem(text: &str) -> Option<u64> {
+    let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
+    let mut words = line.split_ascii_whitespace();
+    while let Some(w) = words.next() {
+        if w == "mem" {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// The page size from the auxiliary vector (`AT_PAGESZ` = 6), 4096 when unreadable.
+fn page_size() -> u64 {
+    let Ok(b) = std::fs::read("/proc/self/auxv") else {
+        return 4096;
+    };
+    let w = std::mem::size_of::<usize>();
+    for e in b.chunks_exact(2 * w) {
+        let mut k = [0u8; 8];
+        let mut v = [0u8; 8];
+        k[..w].copy_from_slice(&e[..w]);
+        v[..w].copy_from_slice(&e[w..]);
+        if u64::from_ne_bytes(k) == 6 {
+            return u64::from_ne_bytes(v);
+        }
+    }
+    4096
+}
+
+fn sample(q: &Query) -> anyhow::Result<Sample> {
+    let snapshot = sockstat::collect(q)?;
+    let counters = match sockstat::sys::counters::read(&q.proc_root) {
+        Ok(r) => Counters::from_triples(
+            r.set
+                .iter()
+                .map(|(n, v)| (n.group.as_str(), n.name.as_str(), v)),
+        ),
+        Err(_) => Counters::default(),
+    };
+    let tcp_mem_pages = std::fs::read_to_string(q.proc_root.join("net/sockstat"))
+        .ok()
+        .as_deref()
+        .and_then(parse_sockstat_mem);
+    Ok(Sample {
+        snapshot,
+        counters,
+        tcp_mem_pages,
+    })
+}
+
+/// Runs `sockstat diagnose`.
+pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
+    let mut q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
+    if q.protos.as_ref().is_some_and(|p| !p.contains(&Proto::Tcp)) {
+        anyhow::bail!("diagnose looks at TCP connections only: drop -P or include tcp in it");
+    }
+    q.protos = Some(vec![Proto::Tcp]);
+    q.families.unix = false;
+    if !q.families.inet && !q.families.inet6 {
+        q.families.inet = true;
+        q.families.inet6 = true;
+    }
+    q.tcp_info = true;
+    q.memory = true;
+    q.congestion = true;
+
+    // The first sample needs no owners (findings name the later one's), so it is only a dump
+    // of a few ms; the second's dump runs first thing, alongside its owner scan. The interval
+    // is then the time between the two dumps, as the rates need.
+    let mut first = q.clone();
+    first.owners = q.filters_owners() && q.owners;
+    let t0 = Instant::now();
+    let before = sample(&first)?;
+    let wait = Duration::from_secs_f64(a.interval).saturating_sub(t0.elapsed());
+    std::thread::sleep(wait);
+    let t1 = Instant::now();
+    let after = sample(&q)?;
+    let ctx = Context {
+        interval_s: (t1 - t0).as_secs_f64(),
+        sysctls: read_sysctls(&q.proc_root),
+        bandwidth: a.bandwidth,
+        page_size: page_size(),
+        buf_locks: Default::default(),
+    };
+    let mut report = diagnose::diagnose(&before, &after, &ctx);
+    if !is_root() {
+        report.warnings.push(sockstat::Warning {
+            code: "buffer-locks-inferred",
+            count: None,
+            message: "not root: whether an application set SO_SNDBUF/SO_RCVBUF is inferred from \
+                      buffer sizes and window scales (doc/diagnostics.md), and processes of other \
+                      users are not named"
+                .into(),
+            details: vec![],
+        });
+    }
+
+    let opts = super::counters::output_options(false, a.verbose, a.color);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if a.json {
+        render::diagnose::write_json(&report, &opts, &mut out)?;
+    } else {
+        render::diagnose::write_text(&report, &opts, &mut out)?;
+        out.flush()?;
+        super::counters::print_warnings(&report.warnings, a.verbose);
+    }
+    out.flush()?;
+    Ok(if report.has_problems() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// True when running as root (the owner scan then sees every process).
+fn is_root() -> bool {
+    // The effective uid from /proc/self/status ("Uid: real effective saved fs").
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_ascii_whitespace().nth(1).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockstat_mem_field() {
+        let t =
+            "sockets: used 120\nTCP: inuse 5 orphan 0 tw 2 alloc 7 mem 13\nUDP: inuse 1 mem 2\n";
+        assert_eq!(parse_sockstat_mem(t), Some(13));
+        assert_eq!(parse_sockstat_mem("UDP: inuse 1 mem 2\n"), None);
+    }
+
+    #[test]
+    fn triples() {
+        assert_eq!(
+            triple("4096\t16384\t4194304\n"),
+            Some([4096, 16384, 4_194_304])
+        );
+        assert_eq!(triple("1 2"), None);
+    }
+
+    #[test]
+    fn page_size_is_sane() {
+        let p = page_size();
+        assert!(p.is_power_of_two() && p >= 4096, "{p}");
+    }
+}
