@@ -17,6 +17,7 @@ const MPTCP4: &[u8] = include_bytes!("fixtures/netlink/mptcp4.bin");
 const RAW4: &[u8] = include_bytes!("fixtures/netlink/raw4_enoent.bin");
 const BAD_BC: &[u8] = include_bytes!("fixtures/netlink/tcp4_bad_bytecode.bin");
 const UNIX: &[u8] = include_bytes!("fixtures/netlink/unix.bin");
+const TIMEWAIT: &[u8] = include_bytes!("fixtures/netlink/tcp4_timewait.bin");
 const PACKET: &[u8] = include_bytes!("fixtures/netlink/packet.bin");
 
 /// Data payloads of a dump, asserting it ends with a clean NLMSG_DONE.
@@ -201,6 +202,40 @@ fn tcp4_dump() {
 }
 
 #[test]
+fn time_wait_minisocket_has_no_owner_and_no_attrs() {
+    let v = inet(TIMEWAIT);
+    assert_eq!(v.len(), 2);
+    let lst = find(&v, 40010, 0);
+    assert_eq!((lst.state, lst.inode), (10, 10593263));
+    let tw = v.iter().find(|m| m.state == 6).unwrap();
+    assert_eq!(tw.dport, 40010);
+    // inet_twsk_diag_fill: timer 3, expires within TCP_TIMEWAIT_LEN, uid and inode 0.
+    assert_eq!(
+        (tw.timer, tw.uid, tw.inode, tw.rqueue, tw.wqueue),
+        (3, 0, 0, 0, 0)
+    );
+    assert!(tw.expires_ms > 0 && tw.expires_ms <= 60_000);
+    // Only MARK (root) is sent for TIME-WAIT: no INFO, SHUTDOWN, CGROUP_ID ...
+    assert_eq!(tw.attrs.mark, Some(0));
+    assert!(tw.attrs.info.is_none() && tw.attrs.shutdown.is_none());
+    assert!(tw.attrs.cgroup_id.is_none() && tw.attrs.skmeminfo.is_none());
+    let req = InetDiagReq {
+        family: AF_INET,
+        protocol: inet_diag::IPPROTO_TCP,
+        ext: 0x5e,
+        raw_protocol: 0,
+        states: u32::MAX,
+        sport: 0,
+        dport: 0,
+        bytecode: None,
+    };
+    assert_eq!(
+        req.encode(110),
+        include_bytes!("fixtures/netlink/tcp4_timewait.req.bin")
+    );
+}
+
+#[test]
 fn tcp6_dump_keeps_v4_mapped() {
     let v = inet(TCP6);
     assert!(v.iter().all(|m| m.family == AF_INET6));
@@ -331,7 +366,9 @@ fn packet_dump() {
 
 #[test]
 fn every_prefix_of_every_capture_is_ok_or_err() {
-    for buf in [TCP4, TCP6, UDP4, UDP6, MPTCP4, RAW4, BAD_BC, UNIX, PACKET] {
+    for buf in [
+        TCP4, TCP6, UDP4, UDP6, MPTCP4, RAW4, BAD_BC, UNIX, PACKET, TIMEWAIT,
+    ] {
         for n in 0..=buf.len() {
             let b = &buf[..n];
             let mut errs = 0;
