@@ -167,7 +167,9 @@ pub struct InetDiagReq {
     pub sport: u16,
     /// `id.idiag_dport`: if non-zero, only sockets with this remote port (skips listeners).
     pub dport: u16,
-    /// An `INET_DIAG_REQ_BYTECODE` program from [`crate::bytecode::compile`].
+    /// An `INET_DIAG_REQ_BYTECODE` program from [`crate::bytecode::compile`], which never
+    /// exceeds [`crate::bytecode::MAX_PROGRAM_LEN`]. A longer hand-made program cannot travel in
+    /// a netlink attribute and is left out, so the dump is unfiltered (a superset).
     pub bytecode: Option<Vec<u8>>,
 }
 
@@ -196,7 +198,12 @@ impl InetDiagReq {
         if let Some(prog) = &self.bytecode {
             // compile() never produces a program too long for the 16-bit nla_len, so this
             // cannot drop a filter produced by this crate.
-            push_attr(&mut b, req_attr::BYTECODE, prog);
+            let fits = push_attr(&mut b, req_attr::BYTECODE, prog);
+            debug_assert!(
+                fits,
+                "bytecode of {} bytes does not fit nla_len",
+                prog.len()
+            );
         }
         if self.protocol > 255 {
             push_attr(

@@ -8,22 +8,8 @@ use sockstat_wire::bytecode::{
     try_compile, AuditError, BcSocket, CompileOptions, Cond, Expr, Side,
 };
 
-/// xorshift64*: deterministic, dependency-free.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
+mod common;
+use common::Rng;
 
 const PORTS: &[u16] = &[
     0, 1, 2, 3, 21, 22, 23, 79, 80, 81, 7999, 8000, 8050, 8100, 8101, 65534, 65535,

@@ -255,19 +255,8 @@ fn kernel_selects_exactly_what_eval_describes() {
     });
 }
 
-/// xorshift64*.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
+mod common;
+use common::Rng;
 
 /// A random program, 4-byte aligned: ops with plausible operands whose `no` targets are
 /// mostly legal (an op boundary, the end, or the reject word past the end) and sometimes not.

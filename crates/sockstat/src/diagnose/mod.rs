@@ -614,6 +614,17 @@ pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
             details: vec![],
         });
     }
+    if ctx.sysctls.tcp_mem.is_none() {
+        warnings.push(Warning {
+            code: "tcp-mem-hidden",
+            count: None,
+            message: "net.ipv4.tcp_mem could not be read (it is global and shown only in the \
+                      host's initial network namespace): memory pressure is judged from the \
+                      namespace's counters only; run in the host namespace to see it"
+                .into(),
+            details: vec![],
+        });
+    }
     let no_cookie = after
         .snapshot
         .sockets

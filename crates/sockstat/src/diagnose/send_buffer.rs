@@ -17,8 +17,11 @@ pub const SNDBUF_SHARE: f64 = 0.20;
 pub const RWND_SHARE_MAX: f64 = 0.20;
 /// In flight below this fraction of cwnd × MSS: congestion control is not what stops sending.
 pub const CWND_HEADROOM: f64 = 0.8;
-/// The share of `tb` that carries payload (measured 0.66-0.84, kernel.md §3.1).
-pub const SNDBUF_PAYLOAD: f64 = 0.75;
+/// The share of `tb` that carries payload per RTT. kernel.md §3.1 measured 0.62-0.84 (cubic
+/// and BBR, 20 and 150 ms); tests/diagnose_live.rs measures about 1.0 with BBR at 20 ms on a
+/// 6.18 kernel (goodput 1.6-1.66 MB/s with tb = 32 KiB at min RTT 20.2 ms). 0.9 keeps both
+/// 20 ms cases within 15%.
+pub const SNDBUF_PAYLOAD: f64 = 0.9;
 /// `tb` needed per byte of BDP (1 / [`SNDBUF_PAYLOAD`]).
 pub const SNDBUF_PER_BDP: f64 = 1.33;
 /// `tb` at or above this share of `tcp_wmem[2]` means autotuning reached the sysctl's max.
@@ -190,7 +193,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let conn = conn_text(flow.after);
     let summary = format!(
         "{conn}{who}: sending at {}, capped by its send buffer: tb = {} at min RTT {} gives a \
-         ceiling of about 0.75 x tb / RTT = {}",
+         ceiling of about {SNDBUF_PAYLOAD} x tb / RTT = {}",
         rate_text(goodput),
         bytes_text(tb as f64),
         ms_text(r_us),
@@ -379,9 +382,10 @@ mod tests {
         let f = only(run(vec![s0], vec![s1], &ctx()), RuleId::SendBufferLimited);
         assert_eq!(f.len(), 1, "{f:#?}");
         let f = &f[0];
-        assert_eq!(f.severity, Severity::Critical);
+        // 11.6 Mbit/s: above the 10 Mbit/s critical line when the bandwidth is unknown.
+        assert_eq!(f.severity, Severity::Warning);
         let c = ev(f, "ceiling_bytes_per_sec");
-        assert!((c - 0.75 * 32768.0 / 0.0203).abs() < 2.0, "{c}");
+        assert!((c - SNDBUF_PAYLOAD * 32768.0 / 0.0203).abs() < 2.0, "{c}");
         assert_eq!(f.evidence.get("cause").unwrap(), "set-by-application");
         assert_eq!(f.evidence.get("lock").unwrap(), "inferred");
         assert_eq!(ev(f, "so_sndbuf_bytes"), 16384.0);
@@ -401,6 +405,7 @@ mod tests {
         c.sysctls.wmem_max = Some(212_992);
         let f = only(run(vec![s0], vec![s1], &c), RuleId::SendBufferLimited);
         let f = f.iter().find(|f| f.socket.is_some()).unwrap();
+        assert_eq!(f.severity, Severity::Critical); // ceiling < 50% of 100 Mbit/s
         let bdp = 12_500_000.0 * 0.0203;
         assert!(ev(f, "advised_sndbuf_bytes") >= bdp);
         assert!(ev(f, "advised_sndbuf_bytes") < bdp + 1024.0);
@@ -427,7 +432,7 @@ mod tests {
     #[test]
     fn a_share_alone_is_not_enough() {
         // Goodput far below the ceiling: something else limits it (kernel.md §0.7).
-        let ceiling = 0.75 * 32768.0 / 0.0203;
+        let ceiling = SNDBUF_PAYLOAD * 32768.0 / 0.0203;
         let at = (CEILING_MATCH * ceiling).ceil() as u64;
         let (s0, s1) = case_b(400_000, at);
         assert_eq!(
@@ -449,7 +454,7 @@ mod tests {
         let s0 = base.clone().chrono(0, 0, 0).build(1);
         let s1 = base
             .clone()
-            .bytes_acked(800_000)
+            .bytes_acked(900_000)
             .chrono(500_000, 0, 200_000)
             .build(1);
         assert_eq!(
@@ -461,7 +466,7 @@ mod tests {
             1
         );
         let s1 = base
-            .bytes_acked(800_000)
+            .bytes_acked(900_000)
             .chrono(499_000, 0, 200_000)
             .build(1);
         assert!(only(run(vec![s0], vec![s1], &ctx()), RuleId::SendBufferLimited).is_empty());

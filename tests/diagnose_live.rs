@@ -1,0 +1,991 @@
+//! `sockstat diagnose` against real sockets: every case of seed 001/003 (research/kernel.md
+//! §3.2) reproduced in network namespaces joined by a delayed, rate-capped or lossy path
+//! (`sockstat-netlab`: a TUN forwarder, since this kernel has no netem), plus the healthy and
+//! negative cases that must stay quiet. Each case runs sockstat as root and as nobody (uid
+//! 65534), so the unprivileged inferences (kernel.md §4) are exercised too.
+//!
+//! Needs root (namespaces, TUN, tc): otherwise every test prints a SKIPPED line and passes.
+//! The cases run one at a time (one lock): they measure throughput on a 2-core machine where
+//! other suites run too, so the numbers are checked with generous but meaningful bounds and a
+//! measurement is retried once.
+
+mod diagnose_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use diagnose_support::*;
+use serde_json::Value;
+use sockstat_netlab::{is_root, Netns, Path, PathSpec};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn lab(name: &str) -> Option<MutexGuard<'static, ()>> {
+    if !is_root() {
+        eprintln!("SKIPPED {name}: needs root (network namespaces, TUN devices, tc)");
+        return None;
+    }
+    Some(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running sockstat, as root and as nobody
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Who {
+    Root,
+    Nobody,
+}
+
+const BOTH: [Who; 2] = [Who::Root, Who::Nobody];
+
+/// A copy of the binary that uid 65534 can run (the build tree may not be reachable).
+fn nobody_bin() -> &'static PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("sockstat-diag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let p = dir.join("sockstat");
+        std::fs::copy(BIN, &p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    })
+}
+
+/// `sockstat diagnose --json ARGS` in `ns` (None: this process's namespace) as `who`.
+fn diagnose_cmd_in(ns: Option<&Netns>, who: Who, args: &[&str]) -> Command {
+    let cmd = |program: &str| match ns {
+        Some(ns) => ns.command(program),
+        None => Command::new(program),
+    };
+    let mut c = match who {
+        Who::Root => cmd(BIN),
+        Who::Nobody => {
+            let mut c = cmd("setpriv");
+            c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
+            c.arg(nobody_bin());
+            c
+        }
+    };
+    c.args(["diagnose", "--json"]).args(args);
+    c
+}
+
+fn diagnose_cmd(ns: &Netns, who: Who, args: &[&str]) -> Command {
+    diagnose_cmd_in(Some(ns), who, args)
+}
+
+/// Runs `sockstat diagnose --json ARGS` in the namespace; validates the document.
+fn diagnose(ns: &Netns, who: Who, args: &[&str]) -> Value {
+    let out = diagnose_cmd(ns, who, args).output().expect("run sockstat");
+    let v = parse(&out);
+    eprintln!(
+        "{who:?} {}: {}",
+        ns.name,
+        serde_json::to_string(&v["findings"]).unwrap()
+    );
+    v
+}
+
+/// The findings of `rule` about a connection with port `port` at either end.
+fn on_port<'a>(v: &'a Value, rule: &str, port: u16) -> Vec<&'a Value> {
+    findings(v, rule)
+        .into_iter()
+        .filter(|f| {
+            let s = &f["socket"];
+            s["local"]["port"] == port || s["remote"]["port"] == port
+        })
+        .collect()
+}
+
+fn num(f: &Value, k: &str) -> f64 {
+    f["evidence"][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {k} in {f:#}"))
+}
+
+/// Runs `check` up to twice: a measurement on a shared 2-core machine may be disturbed once.
+fn twice(what: &str, mut check: impl FnMut() -> Result<(), String>) {
+    if let Err(first) = check() {
+        eprintln!("{what}: first attempt failed ({first}); retrying once");
+        std::thread::sleep(Duration::from_millis(500));
+        if let Err(e) = check() {
+            panic!("{what}: {e}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sockets
+
+fn sockaddr(addr: &str, port: u16) -> libc::sockaddr_in {
+    let ip: Ipv4Addr = addr.parse().unwrap();
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn setopt(fd: i32, level: i32, name: i32, v: i32) {
+    // SAFETY: a valid fd and an int option.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const i32).cast(),
+            std::mem::size_of::<i32>() as u32,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "setsockopt {name}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+fn tcp_socket() -> i32 {
+    // SAFETY: plain socket creation.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(fd >= 0);
+    fd
+}
+
+/// A listener; `rcvbuf` is set before listen() (as in the seed's 8 KiB case).
+fn listen(addr: &str, port: u16, backlog: i32, rcvbuf: Option<i32>) -> TcpListener {
+    let fd = tcp_socket();
+    setopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1);
+    if let Some(b) = rcvbuf {
+        setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, b);
+    }
+    let sa = sockaddr(addr, port);
+    // SAFETY: a valid sockaddr_in.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "bind {addr}:{port}: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: a bound socket.
+    assert_eq!(unsafe { libc::listen(fd, backlog) }, 0);
+    // SAFETY: fd is ours.
+    unsafe { TcpListener::from_raw_fd(fd) }
+}
+
+/// A client; `sndbuf`/`rcvbuf` set before connect().
+fn connect(addr: &str, port: u16, sndbuf: Option<i32>, rcvbuf: Option<i32>) -> TcpStream {
+    let fd = tcp_socket();
+    if let Some(b) = sndbuf {
+        setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b);
+    }
+    if let Some(b) = rcvbuf {
+        setopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, b);
+    }
+    let sa = sockaddr(addr, port);
+    // SAFETY: a valid sockaddr_in.
+    let r = unsafe {
+        libc::connect(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "connect {addr}:{port}: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: fd is ours.
+    unsafe { TcpStream::from_raw_fd(fd) }
+}
+
+/// A bulk transfer from `client_ns` to a server in `server_ns`: the client writes as fast as
+/// it can, the server reads and counts. Stopped (and joined) on drop; bounded to 60 s.
+struct Bulk {
+    received: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<std::io::Result<()>>>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct BulkOpts {
+    client_sndbuf: Option<i32>,
+    server_rcvbuf: Option<i32>,
+}
+
+impl Bulk {
+    fn start(client_ns: &Netns, server_ns: &Netns, addr: &str, port: u16, o: BulkOpts) -> Bulk {
+        let received = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (ls, addr_s) = (server_ns.name.clone(), addr.to_string());
+        let listener = server_ns
+            .run(move || listen(&addr_s, port, 16, o.server_rcvbuf))
+            .unwrap();
+        let _ = ls;
+        let (r, s) = (received.clone(), stop.clone());
+        let server = server_ns.spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let mut buf = vec![0u8; 256 * 1024];
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match c.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        r.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(_) => continue,
+                }
+            }
+        });
+        let (s, addr_c) = (stop.clone(), addr.to_string());
+        let client = client_ns.spawn(move || {
+            let mut c = connect(&addr_c, port, o.client_sndbuf, None);
+            c.set_write_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let chunk = vec![0x5au8; 64 * 1024];
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let _ = c.write(&chunk);
+            }
+        });
+        Bulk {
+            received,
+            stop,
+            threads: vec![server, client],
+        }
+    }
+
+    /// Bytes the server read while `f` ran, per second, and what `f` returned.
+    fn measure<T>(&self, f: impl FnOnce() -> T) -> (f64, T) {
+        let (b0, t0) = (self.received.load(Ordering::Relaxed), Instant::now());
+        let v = f();
+        let b1 = self.received.load(Ordering::Relaxed);
+        ((b1 - b0) as f64 / t0.elapsed().as_secs_f64(), v)
+    }
+}
+
+impl Drop for Bulk {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// The 20 ms, 20 Mbit/s path of kernel.md §3.2 (scaled down from 100 Mbit/s to spare the CPU).
+fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
+    Path::new(
+        tag,
+        seed,
+        PathSpec {
+            one_way: ms(10),
+            loss_ab: loss,
+            rate_bits,
+        },
+    )
+    .expect("build the namespaces and the path")
+}
+
+const RATE: u64 = 20_000_000;
+const RATE_BYTES: f64 = RATE as f64 / 8.0;
+
+// ---------------------------------------------------------------------------------------------
+// Seed 001 cases
+
+/// Experiment B: SO_SNDBUF 16 KiB at 20 ms.
+#[test]
+fn send_buffer_limited() {
+    let Some(_g) = lab("send_buffer_limited") else {
+        return;
+    };
+    let p = wan("dsb", 1, 0.0, RATE);
+    let bulk = Bulk::start(
+        &p.a,
+        &p.b,
+        &p.addr_b,
+        5001,
+        BulkOpts {
+            client_sndbuf: Some(16384),
+            ..BulkOpts::default()
+        },
+    );
+    std::thread::sleep(ms(1500));
+    for who in BOTH {
+        twice(&format!("send-buffer-limited as {who:?}"), || {
+            let (goodput, v) = bulk.measure(|| {
+                diagnose(
+                    &p.a,
+                    who,
+                    &["-p", "5001", "--bandwidth", "20mbit", "--interval", "1"],
+                )
+            });
+            let f = on_port(&v, "send-buffer-limited", 5001);
+            let f = f.first().ok_or(format!("no finding: {v:#}"))?;
+            let ceiling = num(f, "ceiling_bytes_per_sec");
+            let rtt = num(f, "min_rtt_us") / 1e6;
+            let bdp = RATE_BYTES * rtt;
+            if (ceiling - goodput).abs() > 0.25 * goodput {
+                return Err(format!("ceiling {ceiling} vs measured goodput {goodput}"));
+            }
+            assert!(num(f, "advised_sndbuf_bytes") >= bdp, "{f:#}");
+            assert_eq!(num(f, "sndbuf_bytes"), 32768.0);
+            assert_eq!(f["evidence"]["cause"], "set-by-application");
+            assert!(f["advice"]
+                .as_str()
+                .unwrap()
+                .contains("setsockopt(SO_SNDBUF)"));
+            if who == Who::Root {
+                let pid = std::process::id();
+                assert!(
+                    f["socket"]["owners"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|o| o["pid"] == pid),
+                    "root names the holder: {f:#}"
+                );
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Experiment D: the peer's namespace has tcp_window_scaling=0 (the seed's LVS).
+#[test]
+fn window_scaling_missing() {
+    let Some(_g) = lab("window_scaling_missing") else {
+        return;
+    };
+    let p = wan("dws", 2, 0.0, 2 * RATE);
+    p.b.sysctl("net.ipv4.tcp_window_scaling", "0").unwrap();
+    let bulk = Bulk::start(&p.a, &p.b, &p.addr_b, 5002, BulkOpts::default());
+    std::thread::sleep(ms(1500));
+    for who in BOTH {
+        twice(&format!("window-scaling-missing as {who:?}"), || {
+            let (goodput, v) =
+                bulk.measure(|| diagnose(&p.a, who, &["-p", "5002", "--interval", "1"]));
+            let f = on_port(&v, "window-scaling-missing", 5002);
+            let f = f.first().ok_or(format!("no finding: {v:#}"))?;
+            assert!(num(f, "snd_wnd_bytes") <= 65535.0);
+            assert_eq!(f["evidence"]["wscale_negotiated"], false);
+            let ceiling = num(f, "ceiling_bytes_per_sec");
+            if (ceiling - goodput).abs() > 0.25 * goodput {
+                return Err(format!("ceiling {ceiling} vs measured goodput {goodput}"));
+            }
+            assert!(f["advice"].as_str().unwrap().contains("middlebox"));
+            Ok(())
+        });
+        // The peer's own namespace: a host finding with no socket.
+        let v = diagnose(&p.b, who, &["-p", "5002", "--interval", "0.3"]);
+        let host: Vec<_> = findings(&v, "window-scaling-missing")
+            .into_iter()
+            .filter(|f| f["socket"].is_null())
+            .collect();
+        assert_eq!(host.len(), 1, "{v:#}");
+    }
+}
+
+/// Experiment E: the peer's listener set SO_RCVBUF 8 KiB before listen().
+#[test]
+fn peer_receive_buffer_locked() {
+    let Some(_g) = lab("peer_receive_buffer_locked") else {
+        return;
+    };
+    let p = wan("drb", 3, 0.0, RATE);
+    let bulk = Bulk::start(
+        &p.a,
+        &p.b,
+        &p.addr_b,
+        5003,
+        BulkOpts {
+            server_rcvbuf: Some(8192),
+            ..BulkOpts::default()
+        },
+    );
+    std::thread::sleep(ms(1500));
+    for who in BOTH {
+        twice(&format!("receive-window-limited as {who:?}"), || {
+            let (goodput, v) = bulk.measure(|| {
+                diagnose(
+                    &p.a,
+                    who,
+                    &["-p", "5003", "--bandwidth", "20mbit", "--interval", "1"],
+                )
+            });
+            let f = on_port(&v, "receive-window-limited", 5003);
+            let f = f.first().ok_or(format!("no finding: {v:#}"))?;
+            assert_eq!(f["evidence"]["cause"], "peer-receive-buffer-fixed", "{f:#}");
+            assert_eq!(num(f, "snd_wscale"), 0.0);
+            let ceiling = num(f, "ceiling_bytes_per_sec");
+            if (ceiling - goodput).abs() > 0.25 * goodput {
+                return Err(format!("ceiling {ceiling} vs measured goodput {goodput}"));
+            }
+            assert!(num(f, "advised_peer_rcvbuf_bytes") >= RATE_BYTES * num(f, "min_rtt_us") / 1e6);
+            Ok(())
+        });
+        // The receiver's namespace: its own buffer is locked (R4), naming the reader.
+        twice(&format!("receive-buffer-locked as {who:?}"), || {
+            let v = diagnose(
+                &p.b,
+                who,
+                &["-p", "5003", "--bandwidth", "20mbit", "--interval", "1"],
+            );
+            let f = on_port(&v, "receive-buffer-locked", 5003);
+            let f = f.first().ok_or(format!("no finding: {v:#}"))?;
+            assert_eq!(num(f, "rcv_wscale"), 0.0);
+            assert!(num(f, "expected_rcv_wscale") > 0.0);
+            assert_eq!(num(f, "rcvbuf_bytes"), 16384.0);
+            Ok(())
+        });
+    }
+}
+
+/// Experiment F: the receiving process never reads; the local reader is named.
+#[test]
+fn receiver_not_reading() {
+    let Some(_g) = lab("receiver_not_reading") else {
+        return;
+    };
+    let ns = Netns::new("dnr").unwrap();
+    let listener = ns.run(|| listen("127.0.0.1", 5004, 4, None)).unwrap();
+    // The reader: a process of uid 65534 (so nobody's sockstat may name it too) that connects
+    // and sleeps, never reading.
+    let mut reader = ns
+        .command("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "bash",
+            "-c",
+        ])
+        .arg("exec 3<>/dev/tcp/127.0.0.1/5004; echo $$; exec sleep 30")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _kill = KillOnDrop(&mut reader as *mut Child);
+    let mut line = String::new();
+    // SAFETY: the child outlives this borrow (killed in _kill's drop, after it).
+    let child = unsafe { &mut *_kill.0 };
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let reader_pid: u32 = line.trim().parse().unwrap();
+    let (mut c, _) = listener.accept().unwrap();
+    c.set_nonblocking(true).unwrap();
+    let chunk = vec![1u8; 65536];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut stalled_since = None;
+    while Instant::now() < deadline {
+        match c.write(&chunk) {
+            Ok(n) if n > 0 => stalled_since = None,
+            _ => {
+                let t = *stalled_since.get_or_insert_with(Instant::now);
+                if t.elapsed() > ms(1500) {
+                    break;
+                }
+                std::thread::sleep(ms(50));
+            }
+        }
+    }
+    for who in BOTH {
+        let v = diagnose(&ns, who, &["-p", "5004", "--interval", "0.5"]);
+        let f = on_port(&v, "receiver-not-reading", 5004);
+        let recv_side: Vec<_> = f
+            .iter()
+            .filter(|f| f["socket"]["local"]["port"] != 5004)
+            .collect();
+        assert_eq!(recv_side.len(), 1, "{v:#}");
+        let owners = recv_side[0]["socket"]["owners"].as_array().unwrap();
+        assert!(
+            owners.iter().any(|o| o["pid"] == reader_pid),
+            "names the reader {reader_pid}: {v:#}"
+        );
+        assert!(recv_side[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pid {reader_pid}")));
+        let send_side: Vec<_> = f
+            .iter()
+            .filter(|f| f["socket"]["local"]["port"] == 5004)
+            .collect();
+        assert_eq!(send_side.len(), 1, "sender sees the zero window: {v:#}");
+        assert_eq!(num(send_side[0], "snd_wnd_bytes"), 0.0);
+    }
+}
+
+struct KillOnDrop(*mut Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: points at a Child that lives longer than this guard.
+        let c = unsafe { &mut *self.0 };
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Experiment I: backlog 1, never accepting.
+#[test]
+fn listen_queue_overflow() {
+    let Some(_g) = lab("listen_queue_overflow") else {
+        return;
+    };
+    let ns = Netns::new("dlo").unwrap();
+    let listener = ns.run(|| listen("127.0.0.1", 5005, 1, None)).unwrap();
+    let clients = ns
+        .run(|| {
+            (0..4)
+                .map(|_| {
+                    let fd = tcp_socket();
+                    // SAFETY: fd is ours; a non-blocking connect may stay pending.
+                    unsafe {
+                        libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
+                        let sa = sockaddr("127.0.0.1", 5005);
+                        libc::connect(
+                            fd,
+                            (&sa as *const libc::sockaddr_in).cast(),
+                            std::mem::size_of::<libc::sockaddr_in>() as u32,
+                        );
+                        TcpStream::from_raw_fd(fd)
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap();
+    std::thread::sleep(ms(300));
+    for who in BOTH {
+        let v = diagnose(&ns, who, &["-p", "5005", "--interval", "0.5"]);
+        let f = findings(&v, "listen-overflow");
+        let l: Vec<_> = f
+            .iter()
+            .filter(|f| f["socket"]["state"] == "LISTEN" && f["socket"]["local"]["port"] == 5005)
+            .collect();
+        assert_eq!(l.len(), 1, "{v:#}");
+        assert!(num(l[0], "accept_queue") > num(l[0], "backlog"));
+        assert_eq!(num(l[0], "backlog"), 1.0);
+        if who == Who::Root {
+            assert_eq!(l[0]["socket"]["owners"][0]["pid"], std::process::id());
+        }
+    }
+    drop(clients);
+    drop(listener);
+}
+
+/// Experiment G: write-write-read without TCP_NODELAY over 20 ms; with it, nothing.
+#[test]
+fn delayed_ack_and_its_nodelay_negative() {
+    let Some(_g) = lab("delayed_ack") else {
+        return;
+    };
+    let p = wan("dda", 4, 0.0, 0);
+    for (port, nodelay) in [(5006u16, false), (5016, true)] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = p.addr_b.clone();
+        let listener = p.b.run(move || listen(&addr, port, 4, None)).unwrap();
+        let s = stop.clone();
+        let server = p.b.spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            c.set_read_timeout(Some(ms(300))).unwrap();
+            let mut req = [0u8; 200];
+            while !s.load(Ordering::Relaxed) {
+                if c.read_exact(&mut req).is_err() {
+                    continue;
+                }
+                let _ = c.write_all(&[7u8; 100]);
+            }
+        });
+        let (s, addr) = (stop.clone(), p.addr_b.clone());
+        let client = p.a.spawn(move || {
+            let mut c = connect(&addr, port, None, None);
+            c.set_nodelay(nodelay).unwrap();
+            c.set_read_timeout(Some(ms(1000))).unwrap();
+            let mut resp = [0u8; 100];
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let _ = c.write_all(&[1u8; 100]);
+                let _ = c.write_all(&[2u8; 100]);
+                if c.read_exact(&mut resp).is_err() {
+                    break;
+                }
+            }
+        });
+        std::thread::sleep(ms(2000)); // past quick-ACK mode
+        for who in BOTH {
+            let v = diagnose(&p.a, who, &["-p", &port.to_string(), "--interval", "1"]);
+            if nodelay {
+                assert!(
+                    v["findings"].as_array().unwrap().is_empty(),
+                    "TCP_NODELAY: {v:#}"
+                );
+            } else {
+                let f = on_port(&v, "delayed-ack", port);
+                assert_eq!(f.len(), 1, "{v:#}");
+                assert!(num(f[0], "inflation_us") >= 20_000.0);
+                assert!(f[0]["advice"].as_str().unwrap().contains("TCP_NODELAY"));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let _ = client.join();
+        let _ = server.join();
+    }
+}
+
+/// A path that drops 5% of the packets one way.
+#[test]
+fn retransmissions_on_a_lossy_path() {
+    let Some(_g) = lab("retransmissions") else {
+        return;
+    };
+    let p = wan("drt", 5, 0.05, RATE);
+    let bulk = Bulk::start(&p.a, &p.b, &p.addr_b, 5007, BulkOpts::default());
+    std::thread::sleep(ms(1500));
+    for who in BOTH {
+        twice(&format!("retransmissions as {who:?}"), || {
+            let v = diagnose(&p.a, who, &["-p", "5007", "--interval", "1"]);
+            let f = on_port(&v, "retransmissions", 5007);
+            let f = f.first().ok_or(format!("no finding: {v:#}"))?;
+            let share = num(f, "retrans_share");
+            if !(0.01..=0.25).contains(&share) {
+                return Err(format!("retransmitted share {share} for a 5% drop"));
+            }
+            Ok(())
+        });
+    }
+    drop(bulk);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seed 003: a SYN for a tuple the server still holds in TIME-WAIT
+
+fn checksum(data: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for c in data.chunks(2) {
+        let w = u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
+        sum += u32::from(w);
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Sends a bare SYN (no options) from src to dst through a raw socket.
+fn send_syn(raw: i32, src: SocketAddrV4, dst: SocketAddrV4, seq: u32) {
+    let mut tcp = [0u8; 20];
+    tcp[0..2].copy_from_slice(&src.port().to_be_bytes());
+    tcp[2..4].copy_from_slice(&dst.port().to_be_bytes());
+    tcp[4..8].copy_from_slice(&seq.to_be_bytes());
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x02; // SYN
+    tcp[14..16].copy_from_slice(&65535u16.to_be_bytes());
+    let mut pseudo = Vec::with_capacity(32);
+    pseudo.extend_from_slice(&src.ip().octets());
+    pseudo.extend_from_slice(&dst.ip().octets());
+    pseudo.extend_from_slice(&[0, 6, 0, 20]);
+    pseudo.extend_from_slice(&tcp);
+    let c = checksum(&pseudo);
+    tcp[16..18].copy_from_slice(&c.to_be_bytes());
+    let mut ip = [0u8; 40];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&40u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 6;
+    ip[12..16].copy_from_slice(&src.ip().octets());
+    ip[16..20].copy_from_slice(&dst.ip().octets());
+    let hc = checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&hc.to_be_bytes());
+    ip[20..].copy_from_slice(&tcp);
+    let sa = sockaddr(&dst.ip().to_string(), 0);
+    // SAFETY: a valid buffer and sockaddr_in.
+    let n = unsafe {
+        libc::sendto(
+            raw,
+            ip.as_ptr().cast(),
+            ip.len(),
+            0,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        )
+    };
+    assert_eq!(n, 40, "raw sendto: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn syn_for_a_server_time_wait_tuple() {
+    let Some(_g) = lab("syn_for_a_server_time_wait_tuple") else {
+        return;
+    };
+    let ns = Netns::new("dtw").unwrap();
+    // The SYN's ACK would reach the client's kernel, whose RST kills the TIME-WAIT entry
+    // (RFC 1337 "TIME-WAIT assassination") before the next SYN; with tcp_rfc1337=1 the entry
+    // ignores RSTs and the repeated SYNs meet it.
+    ns.sysctl("net.ipv4.tcp_rfc1337", "1").unwrap();
+    for (round, who) in BOTH.into_iter().enumerate() {
+        let port = 5008 + round as u16;
+        // Ten connections the server closes first: the server keeps each tuple in TIME-WAIT.
+        let (listener, clients) = ns
+            .run(move || {
+                let l = listen("127.0.0.1", port, 16, None);
+                let clients: Vec<SocketAddr> = (0..10)
+                    .map(|_| {
+                        let mut c = connect("127.0.0.1", port, None, None);
+                        let (s, _) = l.accept().unwrap();
+                        drop(s);
+                        let mut b = [0u8; 1];
+                        let _ = c.read(&mut b); // EOF
+                        c.local_addr().unwrap()
+                    })
+                    .collect();
+                (l, clients)
+            })
+            .unwrap();
+        std::thread::sleep(ms(200));
+        let child = diagnose_cmd(&ns, who, &["--interval", "2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(ms(700)); // the first sample is taken
+        ns.run(move || {
+            // SAFETY: a raw socket (IPPROTO_RAW implies IP_HDRINCL).
+            let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };
+            assert!(raw >= 0, "raw socket: {}", std::io::Error::last_os_error());
+            let dst = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(port);
+            for c in &clients {
+                let SocketAddr::V4(src) = c else { continue };
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                // An old sequence number is rejected with an ACK, rate-limited after the first
+                // (TCPACKSkippedTimeWait); a newer one would reopen the tuple. Which one a random
+                // number is depends on the old rcv_nxt: over ten tuples, some are old.
+                for _ in 0..3 {
+                    send_syn(raw, *src, dst, seed as u32);
+                }
+            }
+            // SAFETY: closing our fd.
+            unsafe { libc::close(raw) };
+        })
+        .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let v = parse(&out);
+        eprintln!(
+            "{who:?}: {}",
+            serde_json::to_string(&v["findings"]).unwrap()
+        );
+        let f = findings(&v, "timewait-syn-rejected");
+        assert_eq!(f.len(), 1, "{v:#}");
+        assert!(num(f[0], "ack_skipped_timewait_delta") >= 1.0);
+        assert_eq!(num(f[0], "busiest_port"), f64::from(port));
+        assert!(f[0]["socket"].is_null());
+        drop(listener);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 001's tcp_mem section: global, so serialized and always restored
+
+struct TcpMemGuard(String);
+
+impl Drop for TcpMemGuard {
+    fn drop(&mut self) {
+        std::fs::write("/proc/sys/net/ipv4/tcp_mem", &self.0).expect("restore net.ipv4.tcp_mem");
+    }
+}
+
+#[test]
+fn memory_pressure() {
+    let Some(_g) = lab("memory_pressure") else {
+        return;
+    };
+    let ns = Netns::new("dmp").unwrap();
+    // A receiver that does not read holds some memory.
+    let listener = ns.run(|| listen("127.0.0.1", 5010, 4, None)).unwrap();
+    let client = ns.run(|| connect("127.0.0.1", 5010, None, None)).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    server.set_nonblocking(true).unwrap();
+    let _ = server.write(&vec![3u8; 256 * 1024]);
+    let orig = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").unwrap();
+    let high = orig.split_whitespace().nth(2).unwrap().to_string();
+    {
+        let _restore = TcpMemGuard(orig.clone());
+        // Pressure from 2 pages on, the hard limit untouched: buffers shrink, nothing drops.
+        std::fs::write("/proc/sys/net/ipv4/tcp_mem", format!("1 2 {high}")).unwrap();
+        for who in BOTH {
+            // tcp_mem is global and only visible from the initial namespace: diagnose there.
+            let out = diagnose_cmd_in(None, who, &["-p", "5010", "--interval", "0.3"])
+                .output()
+                .unwrap();
+            let v = parse(&out);
+            let f = findings(&v, "memory-pressure");
+            assert_eq!(f.len(), 1, "{v:#}");
+            assert!(f[0]["socket"].is_null());
+            assert!(num(f[0], "tcp_mem_pages") >= num(f[0], "tcp_mem_pressure_pages"));
+            assert_eq!(num(f[0], "tcp_mem_pressure_pages"), 2.0);
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").unwrap(),
+        orig
+    );
+    drop(client);
+}
+
+// ---------------------------------------------------------------------------------------------
+// No false alarms
+
+fn assert_quiet(v: &Value, port: u16) {
+    let about: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["socket"].is_null()
+                || f["socket"]["local"]["port"] == port
+                || f["socket"]["remote"]["port"] == port
+        })
+        .collect();
+    assert!(
+        about.is_empty(),
+        "expected no finding for port {port}: {v:#}"
+    );
+}
+
+/// Experiment A: autotuned buffers at 20 ms: a healthy bulk transfer.
+#[test]
+fn healthy_bulk_transfer() {
+    let Some(_g) = lab("healthy_bulk_transfer") else {
+        return;
+    };
+    let p = wan("dhb", 6, 0.0, RATE);
+    let bulk = Bulk::start(&p.a, &p.b, &p.addr_b, 5011, BulkOpts::default());
+    std::thread::sleep(ms(2000));
+    for who in BOTH {
+        let (goodput, v) = bulk.measure(|| {
+            diagnose(
+                &p.a,
+                who,
+                &["-p", "5011", "--bandwidth", "20mbit", "--interval", "1"],
+            )
+        });
+        assert!(goodput > 0.5 * RATE_BYTES, "the transfer runs: {goodput}");
+        assert_quiet(&v, 5011);
+        let v = diagnose(
+            &p.b,
+            who,
+            &["-p", "5011", "--bandwidth", "20mbit", "--interval", "0.5"],
+        );
+        assert_quiet(&v, 5011);
+    }
+}
+
+/// The seed's negative cases: 16 KiB SO_SNDBUF and 8 KiB SO_RCVBUF at loopback RTT; an idle
+/// keep-alive connection; a listener that accepts promptly.
+#[test]
+fn loopback_negative_cases() {
+    let Some(_g) = lab("loopback_negative_cases") else {
+        return;
+    };
+    let ns = Netns::new("dng").unwrap();
+    let small_snd = Bulk::start(
+        &ns,
+        &ns,
+        "127.0.0.1",
+        5012,
+        BulkOpts {
+            client_sndbuf: Some(16384),
+            ..BulkOpts::default()
+        },
+    );
+    let small_rcv = Bulk::start(
+        &ns,
+        &ns,
+        "127.0.0.1",
+        5013,
+        BulkOpts {
+            server_rcvbuf: Some(8192),
+            ..BulkOpts::default()
+        },
+    );
+    // Idle keep-alive.
+    let l = ns.run(|| listen("127.0.0.1", 5014, 4, None)).unwrap();
+    let idle = ns.run(|| connect("127.0.0.1", 5014, None, None)).unwrap();
+    let (mut idle_srv, _) = l.accept().unwrap();
+    idle_srv.write_all(b"hello").unwrap();
+    let mut b = [0u8; 5];
+    (&idle).read_exact(&mut b).unwrap();
+    // SAFETY: setting an int option on our socket.
+    setopt(idle.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    // A prompt acceptor with backlog 1, and clients arriving all the time.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acceptor_l = ns.run(|| listen("127.0.0.1", 5015, 1, None)).unwrap();
+    acceptor_l.set_nonblocking(true).unwrap();
+    let s = stop.clone();
+    let acceptor = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+            match acceptor_l.accept() {
+                Ok((c, _)) => drop(c),
+                Err(_) => std::thread::sleep(ms(1)),
+            }
+        }
+    });
+    let s = stop.clone();
+    let connector = ns.spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+            if let Ok(c) = TcpStream::connect("127.0.0.1:5015") {
+                drop(c);
+            }
+            std::thread::sleep(ms(20));
+        }
+    });
+    std::thread::sleep(ms(1000));
+    for who in BOTH {
+        let v = diagnose(
+            &ns,
+            who,
+            &["--interval", "1", "--state", "ESTABLISHED,LISTEN"],
+        );
+        for port in [5012, 5013, 5014, 5015] {
+            assert_quiet(&v, port);
+        }
+        assert!(small_snd.received.load(Ordering::Relaxed) > 0);
+        assert!(small_rcv.received.load(Ordering::Relaxed) > 0);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = acceptor.join();
+    let _ = connector.join();
+}
