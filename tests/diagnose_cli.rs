@@ -49,7 +49,12 @@ fn help_lists_the_rules() {
     let out = run(&["diagnose", "--help"]);
     assert_eq!(out.status.code(), Some(0));
     let t = String::from_utf8(out.stdout).unwrap();
-    for r in ["send-buffer-limited", "--bandwidth", "--interval", "Exit status"] {
+    for r in [
+        "send-buffer-limited",
+        "--bandwidth",
+        "--interval",
+        "Exit status",
+    ] {
         assert!(t.contains(r), "{r} missing from help:\n{t}");
     }
 }
