@@ -376,6 +376,28 @@ fn send_buffer_limited() {
             Ok(())
         });
     }
+    // Exactly, as root (pidfd_getfd + SO_BUF_LOCK); as nobody the flag only warns.
+    let v = diagnose(
+        &p.a,
+        Who::Root,
+        &["-p", "5001", "--exact-locks", "--interval", "1"],
+    );
+    let f = on_port(&v, "send-buffer-limited", 5001);
+    assert_eq!(f.len(), 1, "{v:#}");
+    assert_eq!(f[0]["evidence"]["lock"], "exact", "{v:#}");
+    let v = diagnose(
+        &p.a,
+        Who::Nobody,
+        &["-p", "5001", "--exact-locks", "--interval", "0.5"],
+    );
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "exact-locks-need-root"),
+        "{v:#}"
+    );
 }
 
 /// Experiment D: the peer's namespace has tcp_window_scaling=0 (the seed's LVS).

@@ -143,7 +143,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__diagnose)
-            opts="-4 -6 -u -c -l -L -p -P -v -h --src --dst --state --pid --user --command --no-owners --source --proc-root --record-netlink --replay-netlink --interval --bandwidth --json --color --help"
+            opts="-4 -6 -u -c -l -L -p -P -v -h --src --dst --state --pid --user --command --no-owners --source --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

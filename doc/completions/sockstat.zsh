@@ -116,6 +116,7 @@ never\:"Never"))' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--exact-locks[As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it\: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once]' \
 '--json[One JSON document (doc/diagnose.schema.json)]' \
 '-v[Print details with every warning]' \
 '-h[Print help]' \

@@ -46,6 +46,11 @@ pub struct DiagnoseArgs {
     /// sizes it needs: bits per second (100Mbit, 1Gbit, 800kbit) or bytes per second (12.5MB/s).
     #[arg(long, value_name = "RATE", value_parser = bandwidth, help_heading = "Diagnosis")]
     pub bandwidth: Option<f64>,
+    /// As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK)
+    /// for the connections a buffer finding names, instead of inferring it: duplicates each such
+    /// socket fd from its process for an instant (pidfd_getfd) and closes it at once.
+    #[arg(long, help_heading = "Diagnosis")]
+    pub exact_locks: bool,
     /// One JSON document (doc/diagnose.schema.json).
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -184,7 +189,34 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         page_size: page_size(),
         buf_locks: Default::default(),
     };
+    let mut ctx = ctx;
+    let mut lock_errors = vec![];
+    if a.exact_locks && is_root() {
+        lock_errors = read_locks(&before, &after, &mut ctx);
+    }
     let mut report = diagnose::diagnose(&before, &after, &ctx);
+    if a.exact_locks && !is_root() {
+        report.warnings.push(sockstat::Warning {
+            code: "exact-locks-need-root",
+            count: None,
+            message: "--exact-locks needs root (pidfd_getfd needs ptrace rights over the holder): \
+                      buffer locks are inferred"
+                .into(),
+            details: vec![],
+        });
+    }
+    if !lock_errors.is_empty() {
+        report.warnings.push(sockstat::Warning {
+            code: "exact-locks-unavailable",
+            count: Some(lock_errors.len() as u64),
+            message: format!(
+                "{} buffer locks could not be read exactly (kernel before 5.15, the process or \
+                 socket went away, or access denied); those are inferred",
+                lock_errors.len()
+            ),
+            details: lock_errors,
+        });
+    }
     if !is_root() {
         report.warnings.push(sockstat::Warning {
             code: "buffer-locks-inferred",
@@ -213,6 +245,35 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// For the sockets a buffer finding names, reads the exact lock from the first holder; returns
+/// what could not be read.
+fn read_locks(before: &Sample, after: &Sample, ctx: &mut Context) -> Vec<String> {
+    use diagnose::RuleId;
+    let mut errors = vec![];
+    for f in diagnose::evaluate(before, after, ctx) {
+        if !matches!(
+            f.rule,
+            RuleId::SendBufferLimited | RuleId::ReceiveBufferLocked
+        ) {
+            continue;
+        }
+        let Some(s) = &f.socket else { continue };
+        let (Some(cookie), Some(o)) = (s.cookie, s.owners.first()) else {
+            continue;
+        };
+        if ctx.buf_locks.contains_key(&cookie) {
+            continue;
+        }
+        match sockstat::sys::buflock::read(o.pid, o.fd, cookie) {
+            Ok(l) => {
+                ctx.buf_locks.insert(cookie, l);
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    errors
 }
 
 /// True when running as root (the owner scan then sees every process).

@@ -1,6 +1,7 @@
 //! Gathering from the running system (Linux): the sock_diag dumps and the /proc owner scan run
 //! concurrently, then are joined into a [`Snapshot`]. Nothing here renders.
 
+pub mod buflock;
 pub mod counters;
 pub mod dump;
 pub mod netlink;
