@@ -156,10 +156,11 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
         )?;
     } else {
         let count = |s| r.findings.iter().filter(|f| f.severity == s).count();
+        let n = r.findings.len();
         writeln!(
             out,
-            "{} findings ({} critical, {} warning, {} info) in {} TCP connections over {:.1} s.",
-            r.findings.len(),
+            "{n} finding{} ({} critical, {} warning, {} info) in {} TCP connections over {:.1} s.",
+            if n == 1 { "" } else { "s" },
             count(Severity::Critical),
             count(Severity::Warning),
             count(Severity::Info),
@@ -236,7 +237,7 @@ mod tests {
         assert!(
             t.starts_with("CRITICAL send-buffer-limited  192.0.2.1:40000 -> [2001:db8::2]:5001")
         );
-        assert!(t.contains("1 findings (1 critical, 0 warning, 0 info) in 3 TCP connections"));
+        assert!(t.contains("1 finding (1 critical, 0 warning, 0 info) in 3 TCP connections"));
         let mut out = vec![];
         write_text(
             &Report {
