@@ -343,6 +343,13 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
                            "scope": format!("{:?}", spec.scope), "exit": code, "tw_range": [lo, hi]}));
     }
     let mut timings = Vec::new();
+    let load = || {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let load_start = load();
     if a.mode == "warm" {
         for tool in &sel {
             if crate::STOP.load(std::sync::atomic::Ordering::SeqCst) {
@@ -399,7 +406,8 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             }));
         }
     }
-    let v = json!({"n": a.n, "procs": a.procs, "truth": tv, "checks": checks, "timings": timings});
+    let v = json!({"n": a.n, "procs": a.procs, "truth": tv, "checks": checks, "timings": timings,
+                   "loadavg_start": load_start, "loadavg_end": load()});
     let _ = std::fs::write(
         a.dir.join("main.json"),
         serde_json::to_string_pretty(&v).unwrap(),

@@ -57,6 +57,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: sockbench run [--scales 1k,10k,100k,200k] [--runs N] [--out DIR] [--doc FILE|--no-doc]\n\
          \x20                [--sockstat PATH|--no-sockstat] [--no-build] [--cold all|sockstat|none] [--tools a,b,..]\n\
+         \x20      sockbench report [--scales ..] [--out DIR] [--doc FILE]   (re-render from saved results)\n\
          \x20      sockbench check [-n SOCKETS] [-p PROCS] [--sockstat PATH|--no-sockstat] [--tools a,b,..]\n\
          scales: N or N:PROCS (1k=50, 10k=100, 60k=300, 100k=300, 200k=500 processes by default)"
     );
@@ -146,6 +147,8 @@ fn main() {
         if o.out == root.join("bench/out") {
             o.out = std::env::temp_dir().join(format!("sockbench-check.{}", std::process::id()));
         }
+    } else if cmd == "report" {
+        std::process::exit(rerender(&o));
     } else if cmd != "run" {
         usage();
     }
@@ -293,6 +296,39 @@ fn outer(mut o: Opts) -> i32 {
         }
     }
     let _ = std::fs::write(o.out.join("BENCHMARKS.md"), &rep.markdown);
+    0
+}
+
+/// `sockbench report`: renders the summary and BENCHMARKS.md again from the results
+/// already in the out dir (no measuring).
+fn rerender(o: &Opts) -> i32 {
+    let mut scales = Vec::new();
+    for (n, _) in &o.scales {
+        let dir = o.out.join(report::scale_name(*n));
+        let procs = std::fs::read_to_string(dir.join("main.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v["procs"].as_u64());
+        if let Some(p) = procs {
+            if let Some(s) = report::load_scale(&dir, *n, p as usize) {
+                scales.push(s);
+            }
+        }
+    }
+    if scales.is_empty() {
+        eprintln!("sockbench: no results under {}", o.out.display());
+        return 1;
+    }
+    let env = tools::Env::detect(o.sockstat.clone().filter(|s| s.is_file()), &o.out);
+    let rep = report::render(&scales, &env, o);
+    println!("{}", rep.summary);
+    if let Some(doc) = &o.doc {
+        if std::fs::write(doc, &rep.markdown).is_err() {
+            eprintln!("sockbench: cannot write {}", doc.display());
+            return 1;
+        }
+        eprintln!("sockbench: wrote {}", doc.display());
+    }
     0
 }
 

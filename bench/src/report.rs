@@ -15,6 +15,7 @@ pub struct Scale {
     pub checks: Vec<Value>,
     pub timings: BTreeMap<String, Value>,
     pub cold: BTreeMap<String, Value>,
+    pub load: (String, String),
 }
 
 impl Scale {
@@ -66,6 +67,10 @@ pub fn load_scale(dir: &Path, n: usize, procs: usize) -> Option<Scale> {
         checks: v["checks"].as_array().cloned().unwrap_or_default(),
         timings,
         cold,
+        load: (
+            v["loadavg_start"].as_str().unwrap_or("").to_string(),
+            v["loadavg_end"].as_str().unwrap_or("").to_string(),
+        ),
     })
 }
 
@@ -219,7 +224,14 @@ fn targets(scales: &[Scale]) -> Vec<Target> {
         value: marg
             .map(|(r, lo, hi)| format!("{r:.2}x ({:.2} vs {:.2} µs/socket)", hi * 1e3, lo * 1e3))
             .unwrap_or("n/a (needs the 10k, 100k and 200k scales)".into()),
-        pass: marg.map(|(r, _, _)| r <= 1.3),
+        // a negative marginal cost is noise, not a result
+        pass: marg.and_then(|(r, lo, hi)| {
+            if lo > 0.0 && hi > 0.0 {
+                Some(r <= 1.3)
+            } else {
+                None
+            }
+        }),
     });
     v
 }
@@ -346,6 +358,21 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          the wrapper (last row), as in baseline.md. cpu s = mean user+system seconds per run.\n",
         runs.join(", ")
     );
+    let loads: Vec<String> = scales
+        .iter()
+        .filter(|s| !s.load.0.is_empty())
+        .map(|s| {
+            let f = |x: &str| x.split_whitespace().next().unwrap_or("?").to_string();
+            format!("{}: {} → {}", scale_name(s.n), f(&s.load.0), f(&s.load.1))
+        })
+        .collect();
+    let _ = writeln!(
+        md,
+        "Host load average (1 min, /proc/loadavg, 2 cores) at the start and end of each scale's timings \
+         (recorded since the second pass): {}. \
+         Other work on the machine shows up as spread and as wall time above cpu time.\n",
+        loads.join("; ")
+    );
 
     // --- cold
     if scales.iter().any(|s| !s.cold.is_empty()) {
@@ -408,6 +435,39 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
             match s.rss_mib(t.id) {
                 Some(m) => {
                     let _ = write!(row, " {m:.1} |");
+                }
+                None => row.push_str(" – |"),
+            }
+        }
+        let _ = writeln!(md, "{row}");
+    }
+    let _ = writeln!(md);
+
+    // --- cpu
+    let _ = writeln!(
+        md,
+        "## CPU time per run, ms (hyperfine's mean user+system of the tool)\n\n\
+         Less sensitive than wall time to other load on the machine; a multi-threaded tool can use more cpu than wall.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| tool | {} |\n|---|{}",
+        names.join(" | "),
+        "---|".repeat(names.len())
+    );
+    for t in &tools {
+        if !scales.iter().any(|s| s.timings.contains_key(t.id)) {
+            continue;
+        }
+        let mut row = format!("| {} |", t.label);
+        for s in scales {
+            let cpu = s
+                .timings
+                .get(t.id)
+                .and_then(|x| Some(x["user_s"].as_f64()? + x["system_s"].as_f64()?));
+            match cpu {
+                Some(c) => {
+                    let _ = write!(row, " {} |", fmt_ms(c * 1e3));
                 }
                 None => row.push_str(" – |"),
             }
