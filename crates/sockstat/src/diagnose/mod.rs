@@ -475,9 +475,12 @@ impl<'a> Flow<'a> {
         Some(u64::from(i.unacked()?) * u64::from(i.snd_mss()?))
     }
 
-    /// The windowed minimum RTT, µs (0 means "no sample": `None`).
+    /// The windowed minimum RTT, µs; `None` without a sample (the kernel reports ~0 then, and 0
+    /// from some paths).
     pub fn min_rtt_us(&self) -> Option<u32> {
-        self.info()?.min_rtt_us().filter(|&r| r > 0)
+        self.info()?
+            .min_rtt_us()
+            .filter(|&r| r > 0 && r != u32::MAX)
     }
 
     /// The send buffer limit (`skmem tb`), bytes.
@@ -522,6 +525,17 @@ pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static st
     }
     let r = i.delivery_rate()? as f64;
     (r > 0.0).then_some((r, "delivery-rate"))
+}
+
+/// The bandwidth to size a buffer for, when it says more than the ceiling already does: the
+/// operator's, or a measured one above the ceiling (a measured rate at or below it is a sample
+/// taken while the limit held, kernel.md §3.1, and would advise a buffer no larger than today's).
+pub fn bandwidth_beyond(
+    flow: &Flow<'_>,
+    ctx: &Context,
+    ceiling: f64,
+) -> Option<(f64, &'static str)> {
+    bandwidth_for(flow, ctx).filter(|&(b, src)| src == "operator" || b > ceiling)
 }
 
 /// True when a ceiling (bytes/s) actually matters: below the operator's bandwidth when given,

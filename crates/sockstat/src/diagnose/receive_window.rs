@@ -71,7 +71,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let options = i.options()?;
     let wscale_ok = options & opt::WSCALE != 0;
     let snd_wscale = if wscale_ok { i.snd_wscale() } else { None };
-    let bw = bandwidth_for(flow, ctx);
+    let bw = bandwidth_beyond(flow, ctx, ceiling);
     let bdp = bw.map(|(b, _)| b * r);
 
     let (rule, cause) = if !wscale_ok && wnd <= MAX_UNSCALED_WINDOW {

@@ -103,6 +103,10 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
 fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let i = flow.info()?;
     let _ = input;
+    // A handshake in progress is judged by the SYN-SENT check below, not as a connection.
+    if matches!(flow.after.state, State::SynSent | State::SynRecv) {
+        return None;
+    }
     let timer = flow.after.timer.unwrap_or_default();
     let in_rto = i.retransmits().is_some_and(|r| r >= 1) || i.ca_state() == Some(CA_LOSS);
     let blackhole =
@@ -246,5 +250,13 @@ mod tests {
         let f = run(vec![], vec![s], &ctx());
         assert_eq!(f.len(), 1);
         assert_eq!(ev(&f[0], "waited_at_least_s"), 3.0);
+        // Seen in both samples (tcp_info with retransmits 2, no RTT sample): still one finding.
+        let b = TcpBuilder::new()
+            .state(State::SynSent)
+            .timer(1, 2)
+            .retransmits(2)
+            .min_rtt(u32::MAX);
+        let f = run(vec![b.clone().build(1)], vec![b.build(1)], &ctx());
+        assert_eq!(f.len(), 1, "{f:#?}");
     }
 }

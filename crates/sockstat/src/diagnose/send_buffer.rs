@@ -153,7 +153,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         return None;
     }
     let cause = cause(flow, tb, input);
-    let bw = bandwidth_for(flow, ctx);
+    let bw = bandwidth_beyond(flow, ctx, ceiling);
     let bdp = bw.map(|(b, _)| b * r);
     let advised = bdp.map(round_up_kib);
     let s = &ctx.sysctls;
@@ -415,6 +415,35 @@ mod tests {
             "{}",
             f.advice
         );
+    }
+
+    #[test]
+    fn a_measured_rate_below_the_ceiling_sizes_nothing() {
+        // Experiment B with a non-app-limited delivery rate sample of 1.1 MB/s (taken while the
+        // buffer limited the flow): no BDP advice from it; 5 MB/s would be used.
+        let (s0, s1) = case_b(400_000, 1_360_000);
+        let mut s1 = s1;
+        let b = TcpBuilder::new()
+            .sndbuf(32768)
+            .min_rtt(20_300)
+            .cwnd(100)
+            .unacked(20)
+            .app_limited(false);
+        for (rate, advised) in [(1_100_000u64, false), (5_000_000, true)] {
+            let mut t = b.clone().delivery_rate(rate).bytes_acked(1_360_000);
+            t = t.chrono(6_000_000, 0, 1_400_000);
+            s1.tcp = t.build(7).tcp;
+            let f = only(
+                run(vec![s0.clone()], vec![s1.clone()], &ctx()),
+                RuleId::SendBufferLimited,
+            );
+            assert_eq!(f.len(), 1, "{f:#?}");
+            assert_eq!(
+                f[0].evidence.get("advised_sndbuf_bytes").is_some(),
+                advised,
+                "{rate}"
+            );
+        }
     }
 
     #[test]
