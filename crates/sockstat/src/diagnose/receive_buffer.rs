@@ -258,6 +258,56 @@ mod tests {
     }
 
     #[test]
+    fn buffer_not_growing_boundary() {
+        // Shift as expected (SO_RCVBUF set after the handshake), rb stuck at 65536 below
+        // tcp_rmem max: rcv_space exactly half of rb fires, one byte less does not.
+        let mk = |space: u32| {
+            let b = TcpBuilder::new()
+                .with_wscale(10, 10)
+                .rcvbuf(65536, 0)
+                .rcv_wnd(32768)
+                .rcv_space(space)
+                .min_rtt(20_000);
+            (b.clone().build(3), b.bytes_received(1_500_000).build(3))
+        };
+        let (s0, s1) = mk(32768);
+        let f = only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(
+            f[0].evidence.get("evidence_kind").unwrap(),
+            "buffer-not-growing"
+        );
+        let (s0, s1) = mk(32767);
+        assert!(only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked).is_empty());
+    }
+
+    #[test]
+    fn goodput_must_reach_the_ceiling() {
+        // Window 8688 at 20.4 ms: ceiling 425882 B/s; 60% of it is 255529.
+        let (s0, s1) = receiver(0, 255_530, 20_400);
+        assert_eq!(
+            only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked).len(),
+            1
+        );
+        let (s0, s1) = receiver(0, 255_528, 20_400);
+        assert!(only(run(vec![s0], vec![s1], &ctx()), RuleId::ReceiveBufferLocked).is_empty());
+    }
+
+    #[test]
+    fn exactly_unlocked_is_not_a_finding() {
+        let (s0, s1) = receiver(0, 405_000, 20_400);
+        let mut c = ctx();
+        c.buf_locks.insert(
+            3,
+            BufLock {
+                sndbuf: false,
+                rcvbuf: false,
+            },
+        );
+        assert!(only(run(vec![s0], vec![s1], &c), RuleId::ReceiveBufferLocked).is_empty());
+    }
+
+    #[test]
     fn loopback_small_rcvbuf_is_not_a_finding() {
         // The seed's negative case: 8 KiB at 50 µs: ceiling 174 MB/s.
         let (s0, s1) = receiver(0, 150_000_000, 50);
