@@ -232,6 +232,40 @@ fn timed_once(t: &Tool, rss_file: &std::path::Path) -> (f64, u64, i32) {
     (ms, rss, code)
 }
 
+/// Fraction of the machine's cpu time that was idle over `window` (from /proc/stat).
+fn idle_fraction(window: Duration) -> f64 {
+    let read = || -> Option<(u64, u64)> {
+        let s = std::fs::read_to_string("/proc/stat").ok()?;
+        let v: Vec<u64> = s
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let idle = v.get(3)? + v.get(4).unwrap_or(&0);
+        Some((idle, v.iter().take(8).sum()))
+    };
+    let (Some(a), _) = (read(), std::thread::sleep(window)) else {
+        return 1.0;
+    };
+    let Some(b) = read() else { return 1.0 };
+    let total = b.1.saturating_sub(a.1).max(1);
+    b.0.saturating_sub(a.0) as f64 / total as f64
+}
+
+/// Waits (at most `max`) until the machine is mostly idle, so that other work on a shared
+/// host disturbs the timing less. Returns the idle fraction seen last.
+fn wait_quiet(min_idle: f64, max: Duration) -> f64 {
+    let t0 = Instant::now();
+    loop {
+        let f = idle_fraction(Duration::from_millis(500));
+        if f >= min_idle || t0.elapsed() >= max {
+            return f;
+        }
+    }
+}
+
 fn floor_truth(env: &Env, t: &Truth) -> Option<check::FloorCount> {
     let mut argv = vec![env.sockfloor.display().to_string(), "truth".into()];
     for p in &t.churn {
@@ -253,8 +287,9 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
     if a.mode == "cold" {
         // the very first look at this fresh table
         let Some(tool) = sel.first() else { return 2 };
+        let idle = wait_quiet(0.85, Duration::from_secs(60));
         let (ms, rss, code) = timed_once(tool, &a.dir.join(format!("rss-cold-{}.txt", tool.id)));
-        let v = json!({"id": tool.id, "cold_ms": ms, "cold_rss_kib": rss, "exit": code,
+        let v = json!({"id": tool.id, "cold_ms": ms, "cold_rss_kib": rss, "exit": code, "idle_before": idle,
                        "build_s": tv.get("build_s")});
         let _ = std::fs::write(a.dir.join(format!("cold-{}.json", tool.id)), v.to_string());
         eprintln!("sockbench: [{}] cold first run {ms:.1} ms", a.tag);
@@ -361,6 +396,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             } else {
                 a.runs
             };
+            let idle = wait_quiet(0.85, Duration::from_secs(90));
             let hf = a.dir.join(format!("hf-{}.json", tool.id));
             let log = std::fs::File::create(a.dir.join(format!("hf-{}.log", tool.id))).ok();
             let mut cmd = Command::new("hyperfine");
@@ -391,18 +427,19 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             let r = &hv["results"][0];
             let ms = |k: &str| r.get(k).and_then(Value::as_f64).map(|x| x * 1e3);
             eprintln!(
-                "sockbench: time  {:<18} median {:>9.1} ms  min {:>9.1}  max {:>9.1}  rss {:>7} KiB{}",
+                "sockbench: time  {:<18} median {:>9.1} ms  min {:>9.1}  max {:>9.1}  rss {:>7} KiB  idle {:>3.0}%{}",
                 tool.id,
                 ms("median").unwrap_or(f64::NAN),
                 ms("min").unwrap_or(f64::NAN),
                 ms("max").unwrap_or(f64::NAN),
                 rss,
+                idle * 100.0,
                 if ok { "" } else { "  (hyperfine failed)" }
             );
             timings.push(json!({
                 "id": tool.id, "runs": runs, "median_ms": ms("median"), "min_ms": ms("min"), "max_ms": ms("max"),
                 "mean_ms": ms("mean"), "stddev_ms": ms("stddev"), "user_s": r.get("user"), "system_s": r.get("system"),
-                "rss_kib": rss, "rss_run_ms": rss_ms, "rss_run_exit": code, "command": format!("sh -c '{}'", tool.shell()),
+                "idle_before": idle, "rss_kib": rss, "rss_run_ms": rss_ms, "rss_run_exit": code, "command": format!("sh -c '{}'", tool.shell()),
             }));
         }
     }

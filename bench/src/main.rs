@@ -403,11 +403,14 @@ fn in_namespace(
     let deadline = Instant::now() + Duration::from_secs(3 * 3600);
     loop {
         if let Ok(Some(st)) = child.try_wait() {
+            // the tmpfs went with the namespace; drop its (empty) mount point
+            let _ = std::fs::remove_dir(dir.join(format!("run-{tag}")));
             return st.code().unwrap_or(1);
         }
         if STOP.load(Ordering::SeqCst) || Instant::now() > deadline {
             unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
             let _ = child.wait();
+            let _ = std::fs::remove_dir(dir.join(format!("run-{tag}")));
             return 130;
         }
         std::thread::sleep(Duration::from_millis(100));

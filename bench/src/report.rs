@@ -366,13 +366,15 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
             format!("{}: {} → {}", scale_name(s.n), f(&s.load.0), f(&s.load.1))
         })
         .collect();
-    let _ = writeln!(
+    if !loads.is_empty() {
+        let _ = writeln!(
         md,
         "Host load average (1 min, /proc/loadavg, 2 cores) at the start and end of each scale's timings \
          (recorded since the second pass): {}. \
          Other work on the machine shows up as spread and as wall time above cpu time.\n",
         loads.join("; ")
     );
+    }
 
     // --- cold
     if scales.iter().any(|s| !s.cold.is_empty()) {
@@ -782,7 +784,9 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          go at N×5 %/50 s per second while their count stays at N×5 %.\n\
          * The TCP established hash (262144 buckets here) is host-wide; each namespace is torn down before the next \
          starts.\n\
-         * Everything in the benchmark namespaces runs at nice {} to shield it a little from other load on the machine.\n\
+         * Everything in the benchmark namespaces runs at nice {} to shield it a little from other load on the machine, \
+         and before each tool's series (and each cold run) the runner waits, up to 90 s, until the machine has been at \
+         least 85 % idle for half a second (`idle_before` in main.json).\n\
          * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n",
         crate::NICE
     );
