@@ -385,22 +385,21 @@ impl Path {
                 ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
                 ns.ip(&["link", "set", dev, "up"])?;
             }
-            let imp = |loss| Impairment {
+            // tbf caps the rate where the kernel has it; otherwise the forwarder paces.
+            let paced = spec.rate_bits > 0 && tbf(&a, &ta, spec.rate_bits).is_err();
+            let imp = |loss, rate| Impairment {
                 delay: spec.one_way,
                 loss,
-                rate: 0,
+                rate,
             };
             forwarder = Some(Forwarder::start(
                 fa,
                 fb,
-                imp(spec.loss_ab),
-                imp(0.0),
+                imp(spec.loss_ab, if paced { spec.rate_bits / 8 } else { 0 }),
+                imp(0.0, 0),
                 Duration::from_secs(120),
                 0x5eed ^ u64::from(seed),
             ));
-            if spec.rate_bits > 0 {
-                tbf(&a, &ta, spec.rate_bits)?;
-            }
         }
         Ok(Path {
             forwarder,
