@@ -205,6 +205,26 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
             details: vec![],
         });
     }
+    let own_ns = own_netns();
+    let foreign = after
+        .snapshot
+        .sockets
+        .iter()
+        .filter(|s| s.netns.is_some() && s.netns != own_ns)
+        .count();
+    if foreign > 0 {
+        report.warnings.push(sockstat::Warning {
+            code: "other-namespaces",
+            count: Some(foreign as u64),
+            message: format!(
+                "{foreign} sockets belong to other network namespaces (zones), but the counters and \
+                 sysctls are those of the namespace sockstat runs in: trust their per-connection \
+                 findings, not the namespace-wide ones; run diagnose inside each namespace \
+                 (ip netns exec, nsenter -n) for those"
+            ),
+            details: vec![],
+        });
+    }
     if !lock_errors.is_empty() {
         report.warnings.push(sockstat::Warning {
             code: "exact-locks-unavailable",
@@ -276,6 +296,13 @@ fn read_locks(before: &Sample, after: &Sample, ctx: &mut Context) -> Vec<String>
     errors
 }
 
+/// The inode of this thread's network namespace (`/proc/thread-self/ns/net` -> `net:[N]`).
+fn own_netns() -> Option<u64> {
+    let link = std::fs::read_link("/proc/thread-self/ns/net").ok()?;
+    let t = link.to_str()?;
+    t.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
+}
+
 /// True when running as root (the owner scan then sees every process).
 fn is_root() -> bool {
     // The effective uid from /proc/self/status ("Uid: real effective saved fs").
@@ -308,6 +335,11 @@ mod tests {
             Some([4096, 16384, 4_194_304])
         );
         assert_eq!(triple("1 2"), None);
+    }
+
+    #[test]
+    fn own_namespace_inode() {
+        assert!(own_netns().is_some_and(|n| n > 0));
     }
 
     #[test]
