@@ -51,12 +51,15 @@ fn nobody_bin() -> &'static PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("sockstat-diag-{}", std::process::id()));
+        // One fixed place, replaced atomically by each run, so runs do not pile up copies.
+        let dir = std::env::temp_dir().join("sockstat-diagnose-live");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tmp = dir.join(format!("sockstat.{}", std::process::id()));
+        std::fs::copy(BIN, &tmp).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
         let p = dir.join("sockstat");
-        std::fs::copy(BIN, &p).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
         p
     })
 }
