@@ -70,6 +70,7 @@ Exit status: 0 success (also when nothing matched), 2 bad usage or an error that
                   them, from the kernel's sock_diag interface and one pass over /proc.",
     after_help = AFTER_HELP,
     disable_help_flag = true,
+    args_override_self = true,
     max_term_width = 100
 )]
 pub struct Cli {
@@ -144,6 +145,19 @@ pub struct FilterArgs {
     /// kernel uid is USER.
     #[arg(long, value_name = "USER", help_heading = "Filters")]
     pub user: Option<String>,
+    /// Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns`
+    /// name, a container or pod name), a container id prefix, or a namespace inode.
+    #[arg(
+        short = 'z',
+        visible_short_alias = 'j',
+        value_name = "ZONE",
+        conflicts_with = "all_zones",
+        help_heading = "Filters"
+    )]
+    pub zone: Option<String>,
+    /// Every zone (network namespace) on the host, with a ZONE column first.
+    #[arg(short = 'Z', help_heading = "Filters")]
+    pub all_zones: bool,
     /// Only sockets whose holder's command name is NAME (a glob when it has * or ?).
     #[arg(long, value_name = "NAME", value_parser = CommandMatch::parse, help_heading = "Filters")]
     pub command: Option<CommandMatch>,

@@ -87,6 +87,11 @@ pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow:
         None => None,
     };
     q.command = f.command.clone();
+    q.zones = match (&f.zone, f.all_zones) {
+        (Some(z), _) => sockstat::ZoneSelect::Named(z.clone()),
+        (None, true) => sockstat::ZoneSelect::All,
+        (None, false) => sockstat::ZoneSelect::Current,
+    };
     q.owners = !no_owners;
     q.source = match (&src.replay_netlink, src.source) {
         (Some(dir), _) => Source::Replay(dir.clone()),
@@ -148,7 +153,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     query.congestion = o.congestion;
     query.memory = o.memory;
     let snap = sockstat::collect(&query)?;
-    let opts = render_options(o);
+    let mut opts = render_options(o);
+    opts.zone = cli.filters.all_zones;
+    opts.owners = !cli.source.no_owners;
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     if o.json {

@@ -47,7 +47,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -78,6 +78,14 @@ _sockstat() {
                     return 0
                     ;;
                 --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -143,7 +151,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__diagnose)
-            opts="-4 -6 -u -c -l -L -p -P -v -h --src --dst --state --pid --user --command --no-owners --source --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --command --no-owners --source --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -174,6 +182,14 @@ _sockstat() {
                     return 0
                     ;;
                 --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

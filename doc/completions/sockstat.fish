@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_sockstat_global_optspecs
-    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= command= s n q H w a i T/tcp-info C m/memory v summary json csv color= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
+    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory v summary json csv color= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
 end
 
 function __fish_sockstat_needs_command
@@ -31,6 +31,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp,
 complete -c sockstat -n "__fish_sockstat_needs_command" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -s z -s j -d 'Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
@@ -51,6 +52,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s u -d 'Show Unix domai
 complete -c sockstat -n "__fish_sockstat_needs_command" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s Z -d 'Every zone (network namespace) on the host, with a ZONE column first'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s s -d 'Show the STATE column'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s n -d 'Show numeric uids (no user name lookup)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s q -d 'Do not print the header line'
@@ -89,6 +91,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s P -d 'Pro
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s z -s j -d 'Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -107,6 +110,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s u -d 'Sho
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s Z -d 'Every zone (network namespace) on the host, with a ZONE column first'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l exact-locks -d 'As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l json -d 'One JSON document (doc/diagnose.schema.json)'

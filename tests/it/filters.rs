@@ -329,7 +329,6 @@ fn documentation_prefixes_in_a_namespace() {
 }
 
 #[test]
-#[ignore = "BUG: -L (hide loopback) has no effect on the netlink path: Query::matches_socket is only applied to /proc/net data"]
 fn no_loopback_hides_loopback_inet_sockets_only() {
     require_root!("no_loopback_hides_loopback_inet_sockets_only (ip netns)");
     let (ns, h) = doc_namespace();
@@ -364,7 +363,6 @@ fn no_loopback_hides_loopback_inet_sockets_only() {
 }
 
 #[test]
-#[ignore = "BUG: -l lists unbound, unconnected unix datagram sockets on the netlink path (kernel state mask only; is_listening is not applied)"]
 fn listening_excludes_unbound_unix_datagram_sockets() {
     let dir = tempdir();
     let h = Holder::spawn(&[
@@ -574,7 +572,6 @@ fn user_filter_by_name_and_uid_and_kernel_uid_of_unowned_sockets() {
 }
 
 #[test]
-#[ignore = "BUG: an orphaned FIN_WAIT2 socket (kernel timewait minisock, uid 0 = none) is reported with uid 0 / user root and matches --user root"]
 fn fin_wait2_orphan_is_not_attributed_to_root() {
     require_root!("fin_wait2_orphan_is_not_attributed_to_root (setuid)");
     let h = Holder::spawn(&["setuid:65534", "finwait2:127.0.0.1"]);
@@ -671,15 +668,7 @@ fn no_owners_skips_the_scan() {
     let t = out.table();
     assert_eq!(
         t.rows,
-        vec![row(&[
-            &me().1,
-            "?",
-            "?",
-            "?",
-            "tcp4",
-            &format!("127.0.0.1:{port}"),
-            "*:*"
-        ])],
+        vec![row(&[&me().1, "tcp4", &format!("127.0.0.1:{port}"), "*:*"])],
         "\n{}",
         out.stdout
     );
@@ -788,7 +777,6 @@ fn summary_counts_sockets_not_rows() {
 }
 
 #[test]
-#[ignore = "BUG: `--summary --json` prints a document that doc/sockstat.schema.json rejects (no \"sockets\"; \"summary\"/\"total\" not in the schema)"]
 fn summary_json_matches_the_schema() {
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let out = sockstat(&["--pid", &h.pids(), "--summary", "--json"]).ok();

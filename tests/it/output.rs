@@ -268,7 +268,7 @@ fn color_always_never_auto_and_no_color() {
         "{:?}",
         out.stdout
     );
-    let out = sockstat(&["-p", &tw, "-s", "--color", "always", "--no-owners"]).ok();
+    let out = sockstat(&["-p", &tw, "-s", "--color", "always"]).ok();
     assert!(
         out.stdout.contains("\x1b[33mTIME_WAIT\x1b[0m"),
         "{:?}",

@@ -161,7 +161,6 @@ fn replay_reports_the_recorded_sockets_and_fake_owners() {
 }
 
 #[test]
-#[ignore = "BUG: with --replay-netlink, -p/--src/--dst/--state/-c/-l are ignored: they are only pushed into the (ignored) kernel request, never re-checked in user space"]
 fn socket_filters_apply_to_replayed_data() {
     let dir = fixture();
     let r = holder_report(&dir);
@@ -222,7 +221,6 @@ fn socket_lookalike_links_in_proc_are_not_holders() {
 }
 
 #[test]
-#[ignore = "BUG: --replay-netlink with a different -4/-6/-P selection than the recording loses dumps (replies are matched against the new request's sequence number) and silently falls back to /proc/net"]
 fn replay_with_fewer_dumps_than_recorded() {
     let dir = fixture();
     let full = sockstat(&replay_args(&dir)).json();

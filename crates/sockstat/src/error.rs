@@ -14,6 +14,13 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// `-z` named a zone that does not exist.
+    UnknownZone {
+        /// What was asked for.
+        name: String,
+        /// The zones that do exist.
+        known: Vec<String>,
+    },
     /// `/proc` could not be read at all.
     Proc {
         /// Why.
@@ -28,6 +35,11 @@ impl fmt::Display for Error {
                 write!(f, "sock_diag dump of {what} failed: {message}")
             }
             Error::Proc { message } => f.write_str(message),
+            Error::UnknownZone { name, known } => write!(
+                f,
+                "unknown zone '{name}': give a zone name, container id prefix or namespace inode (known: {})",
+                known.join(", ")
+            ),
         }
     }
 }

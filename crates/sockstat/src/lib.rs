@@ -41,6 +41,7 @@ pub mod ports;
 pub mod query;
 pub mod render;
 pub mod sys;
+pub mod zone;
 
 pub use error::Error;
 pub use model::tcp::{Memory, TcpDetails};
@@ -48,7 +49,8 @@ pub use model::{
     Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Snapshot, SockType, Socket,
     State, Timer, UnixName, Warning,
 };
-pub use query::{FilterError, PortSet, Query, Source};
+pub use query::{FilterError, PortSet, Query, Source, ZoneSelect};
+pub use zone::{Zone, ZoneKind};
 
 use std::net::IpAddr;
 

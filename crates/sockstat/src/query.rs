@@ -255,6 +255,18 @@ pub enum Source {
     Replay(PathBuf),
 }
 
+/// Which network namespaces (zones) to list.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ZoneSelect {
+    /// The namespace this process runs in (no zone column).
+    #[default]
+    Current,
+    /// Every namespace on the host (`-Z`).
+    All,
+    /// One namespace, by name, container id prefix or inode (`-z`, `-j`).
+    Named(String),
+}
+
 /// Which address families to list (`-4`, `-6`, `-u`; none given means all three).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Families {
@@ -322,6 +334,8 @@ pub struct Query {
     pub congestion: bool,
     /// Ask for socket memory (`-m`).
     pub memory: bool,
+    /// Which network namespaces to read.
+    pub zones: ZoneSelect,
 }
 
 impl Default for Query {
@@ -348,6 +362,7 @@ impl Default for Query {
             tcp_info: false,
             congestion: false,
             memory: false,
+            zones: ZoneSelect::Current,
         }
     }
 }

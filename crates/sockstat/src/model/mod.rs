@@ -483,7 +483,8 @@ pub struct Socket {
     pub owners: Vec<Owner>,
     /// The kernel's timer for this socket, when reported (inet sockets).
     pub timer: Option<Timer>,
-    /// Network namespace inode the socket lives in (`None` when not known).
+    /// The zone key of the namespace the socket lives in (see [`Snapshot::zones`]); `None` unless
+    /// zones were read.
     pub netns: Option<u64>,
     /// TCP internals, when asked for (`-T`, `-C`) and the kernel sent them (not for TIME_WAIT).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -573,12 +574,20 @@ pub struct Snapshot {
     pub users: HashMap<u32, Option<String>>,
     /// What could not be seen.
     pub warnings: Vec<Warning>,
+    /// The zones (network namespaces) read, by the key found in `Socket::netns`; empty unless
+    /// zones were asked for (`-Z`, `-z`).
+    pub zones: std::collections::BTreeMap<u64, crate::zone::Zone>,
 }
 
 impl Snapshot {
     /// The user name for a uid, if it was resolved.
     pub fn user_name(&self, uid: u32) -> Option<&str> {
         self.users.get(&uid).and_then(|n| n.as_deref())
+    }
+
+    /// The zone a socket lives in, when zones were read.
+    pub fn zone_of(&self, s: &Socket) -> Option<&crate::zone::Zone> {
+        self.zones.get(&s.netns?)
     }
 
     /// The process record of a pid.

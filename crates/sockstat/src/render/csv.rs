@@ -22,7 +22,11 @@ fn cell(out: &mut Vec<u8>, text: &str) {
 /// Writes the CSV.
 pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     let holders = unix_holders(snap);
-    let mut header = String::from(
+    let mut header = String::new();
+    if opts.zone {
+        header.push_str("zone,");
+    }
+    header.push_str(
         "user,command,pid,fd,proto,local_address,foreign_address,state,recv_q,send_q,id,uid",
     );
     if opts.args {
@@ -38,6 +42,13 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         line.clear();
         let process = o.and_then(|o| snap.process(o.pid));
         let uid = row_uid(snap, s, o);
+        if opts.zone {
+            cell(
+                &mut line,
+                snap.zone_of(s).map(|z| z.name.as_str()).unwrap_or(""),
+            );
+            line.push(b',');
+        }
         let fields: [String; 12] = [
             uid.map(|u| user_label(snap, u)).unwrap_or_default(),
             process

@@ -125,6 +125,8 @@ struct JsonOwner<'a> {
 
 #[derive(Serialize)]
 struct JsonSocket<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    zone: Option<&'a crate::zone::Zone>,
     id: Option<u64>,
     cookie: Option<String>,
     proto: &'static str,
@@ -214,6 +216,7 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
         })
         .collect();
     JsonSocket {
+        zone: snap.zone_of(s),
         id: s.id,
         cookie: s.cookie.map(|c| c.to_string()),
         proto: s.proto.name(),

@@ -41,6 +41,10 @@ pub struct Options {
     pub congestion: bool,
     /// Socket memory columns / `"memory"` in JSON (`-m`).
     pub memory: bool,
+    /// ZONE column first (`-Z`); JSON carries `"zone"` whenever zones were read.
+    pub zone: bool,
+    /// Process columns (COMMAND, PID, FD); off with `--no-owners`, when nothing was looked up.
+    pub owners: bool,
 }
 
 impl Options {
@@ -48,6 +52,7 @@ impl Options {
     pub fn new() -> Options {
         Options {
             header: true,
+            owners: true,
             ..Options::default()
         }
     }

@@ -22,6 +22,7 @@ const CAP_ARGS: usize = 80;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Col {
+    Zone,
     User,
     Command,
     Pid,
@@ -52,6 +53,7 @@ enum Col {
 impl Col {
     fn title(self) -> &'static str {
         match self {
+            Col::Zone => "ZONE",
             Col::User => "USER",
             Col::Command => "COMMAND",
             Col::Pid => "PID",
@@ -83,6 +85,7 @@ impl Col {
     fn cap(self) -> Option<usize> {
         match self {
             Col::User => Some(CAP_USER),
+            Col::Zone => Some(CAP_COMMAND),
             Col::Command => Some(CAP_COMMAND),
             Col::Local | Col::Foreign => Some(CAP_ADDRESS),
             Col::Args => Some(CAP_ARGS),
@@ -114,15 +117,15 @@ impl Col {
 }
 
 fn columns(opts: &Options) -> Vec<Col> {
-    let mut c = vec![
-        Col::User,
-        Col::Command,
-        Col::Pid,
-        Col::Fd,
-        Col::Proto,
-        Col::Local,
-        Col::Foreign,
-    ];
+    let mut c = Vec::new();
+    if opts.zone {
+        c.push(Col::Zone);
+    }
+    c.push(Col::User);
+    if opts.owners {
+        c.extend([Col::Command, Col::Pid, Col::Fd]);
+    }
+    c.extend([Col::Proto, Col::Local, Col::Foreign]);
     if opts.state {
         c.push(Col::State);
     }
@@ -329,6 +332,10 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         for (ci, col) in cols.iter().enumerate() {
             cell.clear();
             match col {
+                Col::Zone => match snap.zone_of(s) {
+                    Some(z) => cell.push_str(&sanitize::for_terminal(z.name.as_bytes())),
+                    None => cell.push('?'),
+                },
                 Col::User => match row_uid(snap, s, o) {
                     Some(uid) => {
                         cell.push_str(users.entry(uid).or_insert_with(|| user_label(snap, uid)))

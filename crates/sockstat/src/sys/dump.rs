@@ -5,6 +5,7 @@
 //! Produces model [`Socket`]s; owners are joined later by `sys::collect`.
 
 use std::net::IpAddr;
+use std::path::Path;
 
 use rustc_hash::FxHashSet;
 use sockstat_wire::bytecode::{self, Cond, Expr};
@@ -44,6 +45,19 @@ enum Target {
 }
 
 impl Target {
+    /// The netlink sequence number of this target's dump: fixed per target (not a running
+    /// count), so a recording replays under any other selection of families and protocols.
+    fn seq(self) -> u32 {
+        match self {
+            Target::Inet(p, f) => {
+                let i = Proto::ALL.iter().position(|x| *x == p).unwrap_or(0) as u32;
+                10 + 2 * i + u32::from(f == Family::Inet6)
+            }
+            Target::Unix => 50,
+            Target::Packet => 51,
+        }
+    }
+
     fn key(self) -> String {
         match self {
             Target::Inet(p, Family::Inet) => format!("{}4", p.name()),
@@ -136,7 +150,7 @@ fn filter_program(q: &Query) -> Option<Vec<u8>> {
 
 /// Gathers every socket the query selects. Fails only when netlink was forced
 /// (`Source::Netlink`) and a dump failed; otherwise failures fall back to /proc with a warning.
-pub fn gather(q: &Query, ext: u8) -> Result<Gathered, Error> {
+pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     let mut g = Gathered::default();
     let mut seen: FxHashSet<u64> = FxHashSet::default();
     let mut transport: Box<dyn Transport> = match &q.source {
@@ -158,22 +172,36 @@ pub fn gather(q: &Query, ext: u8) -> Result<Gathered, Error> {
         },
     };
     let program = filter_program(q);
-    let mut seq = 1u32;
+    let replay = matches!(q.source, Source::Replay(_));
     for t in targets(q) {
         let from_proc = q.source == Source::Proc;
         if !from_proc {
-            seq += 1;
             match dump_target(
                 &mut *transport,
                 q,
                 t,
                 ext,
                 program.as_deref(),
-                seq,
+                t.seq(),
                 &mut g,
                 &mut seen,
             ) {
                 Ok(()) => continue,
+                Err(e) if replay && q.proc_root == Path::new("/proc") => {
+                    // Never mix a recording with this host's live /proc/net.
+                    if !fallback_expected(t, &e) {
+                        g.warnings.push(Warning {
+                            code: "dump-not-recorded",
+                            count: None,
+                            message: format!(
+                                "the recording has no usable {} dump ({e}); those sockets are not listed",
+                                t.key()
+                            ),
+                            details: vec![],
+                        });
+                    }
+                    continue;
+                }
                 Err(e) => {
                     if q.source == Source::Netlink && !fallback_expected(t, &e) {
                         return Err(Error::Dump {
@@ -195,8 +223,12 @@ pub fn gather(q: &Query, ext: u8) -> Result<Gathered, Error> {
                 }
             }
         }
-        from_proc_net(q, t, &mut g);
+        from_proc_net(q, t, net_dir, &mut g);
     }
+    // The kernel applied the state mask and the filter program where it could; the rest (-L,
+    // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
+    // every source selects the same sockets.
+    g.sockets.retain(|s| q.matches_socket(s));
     Ok(g)
 }
 
@@ -336,14 +368,21 @@ fn inet_remote(addr: IpAddr, port: u16) -> Option<Endpoint> {
     }
 }
 
+/// True for TIME_WAIT and request minisocks, whose uid field means "none".
+fn is_minisock(inode: u32, state: u8, timer: u8) -> bool {
+    inode == 0 && (timer == 3 || matches!(state, 3 | 6 | 12))
+}
+
 /// Builds a socket from an inet_diag record.
 pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> Socket {
     let family = family_of(m.family);
     let datagram = proto.is_datagram();
     let state = State::from_kernel(m.state, datagram);
-    // TIME_WAIT and request minisocks carry uid 0 and inode 0 that mean "none"
-    // (tcp_twsk_diag_fill, tcp_req_diag_fill).
-    let minisock = m.inode == 0 && matches!(m.state, 6 | 12);
+    // TIME_WAIT sockets (substate TIME_WAIT or FIN_WAIT2, reported with the TIME_WAIT timer 3)
+    // and request minisocks (SYN_RECV) carry uid 0 and inode 0 that mean "none"
+    // (tcp_twsk_diag_fill, tcp_req_diag_fill). An orphaned full socket also has inode 0 but
+    // keeps its real uid.
+    let minisock = is_minisock(m.inode, m.state, m.timer);
     Socket {
         id: (m.inode != 0).then_some(u64::from(m.inode)),
         cookie: Some(m.cookie),
@@ -461,7 +500,7 @@ fn proc_file(t: Target) -> Vec<&'static str> {
 }
 
 /// Reads one family from `/proc/net` text and applies the filters the kernel would have applied.
-fn from_proc_net(q: &Query, t: Target, g: &mut Gathered) {
+fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
     let files = proc_file(t);
     if files.is_empty() {
         // SCTP and MPTCP have no /proc/net table of this shape.
@@ -483,7 +522,6 @@ fn from_proc_net(q: &Query, t: Target, g: &mut Gathered) {
         }
         return;
     }
-    let net = q.proc_root.join("net");
     for name in files {
         let path = net.join(name);
         let text = match std::fs::read(&path) {
@@ -548,7 +586,7 @@ fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -
             }
         };
         let state = State::from_kernel(e.state, proto.is_datagram());
-        let minisock = e.inode == 0 && matches!(e.state, 6 | 12);
+        let minisock = is_minisock(e.inode.min(u64::from(u32::MAX)) as u32, e.state, e.timer);
         g.sockets.push(Socket {
             id: (e.inode != 0).then_some(e.inode),
             cookie: None,

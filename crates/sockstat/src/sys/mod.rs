@@ -5,6 +5,7 @@ pub mod buflock;
 pub mod counters;
 pub mod dump;
 pub mod netlink;
+pub mod netns;
 pub mod owners;
 pub mod sysctl;
 pub mod users;
@@ -13,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::Error;
 use crate::model::{OwnersStatus, Snapshot, Socket, Warning};
-use crate::query::Query;
+use crate::query::{Query, Source, ZoneSelect};
 
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
 /// calling thread meanwhile (research/baseline.md: 2 scan threads + concurrent dump is the floor
@@ -31,7 +32,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     let (gathered, scan) = if q.owners {
         std::thread::scope(|s| {
             let scanner = s.spawn(|| owners::scan(&q.proc_root, q, scan_threads()));
-            let gathered = dump::gather(q, ext);
+            let gathered = gather_zones(q, ext);
             let scan = scanner.join().unwrap_or_else(|_| {
                 Err(owners::ScanError {
                     message: "the owner scan thread panicked".into(),
@@ -40,11 +41,12 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
             (gathered, Some(scan))
         })
     } else {
-        (dump::gather(q, ext), None)
+        (gather_zones(q, ext), None)
     };
-    let mut gathered = gathered?;
+    let (mut gathered, zones) = gathered?;
     let mut snap = Snapshot {
         warnings: std::mem::take(&mut gathered.warnings),
+        zones,
         ..Snapshot::default()
     };
     let mut sockets = gathered.sockets;
@@ -85,7 +87,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     }
 
     apply_owner_filters(q, &mut sockets, &snap);
-    sort_sockets(&mut sockets);
+    sort_sockets(&mut sockets, &snap.zones);
 
     let referenced: HashSet<u32> = sockets
         .iter()
@@ -102,6 +104,92 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     }
     snap.sockets = sockets;
     Ok(snap)
+}
+
+/// Gathers the sockets of the zones the query selects, each tagged with its zone key.
+fn gather_zones(
+    q: &Query,
+    ext: u8,
+) -> Result<
+    (
+        dump::Gathered,
+        std::collections::BTreeMap<u64, crate::zone::Zone>,
+    ),
+    Error,
+> {
+    let mut zones = std::collections::BTreeMap::new();
+    if q.zones == ZoneSelect::Current {
+        return Ok((dump::gather(q, ext, &q.proc_root.join("net"))?, zones));
+    }
+    let (targets, mut warnings) = netns::discover(&q.proc_root);
+    let selected: Vec<&netns::ZoneTarget> = match &q.zones {
+        ZoneSelect::Named(spec) => {
+            let hit: Vec<_> = targets.iter().filter(|t| t.zone.matches(spec)).collect();
+            if hit.is_empty() {
+                return Err(Error::UnknownZone {
+                    name: spec.clone(),
+                    known: targets.iter().map(|t| t.zone.name.clone()).collect(),
+                });
+            }
+            hit
+        }
+        _ => targets.iter().collect(),
+    };
+    let mut all = dump::Gathered::default();
+    let (mut fallback, mut skipped) = (Vec::new(), Vec::new());
+    for t in selected {
+        zones.insert(t.key, t.zone.clone());
+        let thread_net = q.proc_root.join("thread-self/net");
+        let joined = netns::run_in(t, || {
+            let net = if t.own {
+                q.proc_root.join("net")
+            } else {
+                thread_net.clone()
+            };
+            dump::gather(q, ext, &net)
+        });
+        let mut g = match joined {
+            Ok(g) => g?,
+            Err(why) => {
+                // Not permitted to join: read its /proc/PID/net text through a member process.
+                let Some(pid) = t.member else {
+                    skipped.push(format!(
+                        "zone {}: {why}; no visible process in it",
+                        t.zone.name
+                    ));
+                    continue;
+                };
+                let mut pq = q.clone();
+                pq.source = Source::Proc;
+                fallback.push(format!(
+                    "zone {}: {why}; listed from /proc/{pid}/net",
+                    t.zone.name
+                ));
+                dump::gather(&pq, 0, &q.proc_root.join(format!("{pid}/net")))?
+            }
+        };
+        for s in &mut g.sockets {
+            s.netns = Some(t.key);
+        }
+        dump::fill_unix_peer_names(&mut g.sockets);
+        all.sockets.append(&mut g.sockets);
+        all.warnings.append(&mut g.warnings);
+    }
+    if !fallback.is_empty() || !skipped.is_empty() {
+        warnings.push(Warning {
+            code: "zones-not-joined",
+            count: Some((fallback.len() + skipped.len()) as u64),
+            message: format!(
+                "{} zones could not be joined with these privileges: {} listed from /proc/PID/net text (no socket cookies, TCP internals or unix peers), {} with no visible process not listed; run as root to read them fully",
+                fallback.len() + skipped.len(),
+                fallback.len(),
+                skipped.len()
+            ),
+            details: fallback.into_iter().chain(skipped).collect(),
+        });
+    }
+    all.warnings.append(&mut warnings);
+    Ok((all, zones))
 }
 
 /// Attaches every holder to its socket and decides the owners status of the rest.
@@ -176,33 +264,32 @@ fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot) {
     });
 }
 
-/// Output order: protocol, family, local address and port, remote address and port, then the
-/// first holder's pid and fd, then identity (so the order is total and stable). Sorts indices,
-/// then moves each socket once: cheaper than swapping ~200-byte records during the sort.
-pub fn sort_sockets(sockets: &mut Vec<Socket>) {
+/// Output order: zone (global first, then by name), protocol, family, local address and port,
+/// remote address and port, then the first holder's pid and fd, then identity (so the order is
+/// total and stable). Sorts indices, then moves each socket once: cheaper than swapping
+/// ~200-byte records during the sort.
+pub fn sort_sockets(
+    sockets: &mut Vec<Socket>,
+    zones: &std::collections::BTreeMap<u64, crate::zone::Zone>,
+) {
+    let zone_key = |s: &Socket| {
+        s.netns
+            .and_then(|k| zones.get(&k))
+            .map(|z| (z.kind != crate::zone::ZoneKind::Global, z.name.as_str()))
+    };
+    let key = |s: &Socket| (zone_key(s), s.netns, s.proto, s.family);
     let mut order: Vec<u32> = (0..sockets.len() as u32).collect();
     order.sort_unstable_by(|&i, &j| {
         let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
-        (
-            a.netns,
-            a.proto,
-            a.family,
-            &a.local,
-            &a.remote,
-            a.owners.first(),
-            a.id,
-            a.cookie,
-        )
-            .cmp(&(
-                b.netns,
-                b.proto,
-                b.family,
+        key(a).cmp(&key(b)).then_with(|| {
+            (&a.local, &a.remote, a.owners.first(), a.id, a.cookie).cmp(&(
                 &b.local,
                 &b.remote,
                 b.owners.first(),
                 b.id,
                 b.cookie,
             ))
+        })
     });
     let mut slots: Vec<Option<Socket>> = std::mem::take(sockets).into_iter().map(Some).collect();
     sockets.extend(order.into_iter().filter_map(|i| slots[i as usize].take()));

@@ -135,7 +135,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
 
 /// The numeric entries of /proc: only those are processes (`self`, `thread-self` and the rest
 /// are not).
-fn list_pids(proc_fd: &OwnedFd) -> rustix::io::Result<Vec<u32>> {
+pub(crate) fn list_pids(proc_fd: &OwnedFd) -> rustix::io::Result<Vec<u32>> {
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIRENT_BUF];
     let mut dir = RawDir::new(proc_fd, &mut buf);
     let mut pids = Vec::with_capacity(1024);

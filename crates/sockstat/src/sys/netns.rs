@@ -1,0 +1,319 @@
+//! Finding every network namespace on the host and reading sockets inside one.
+//!
+//! Discovery: the distinct `/proc/*/ns/net` links, the `ip netns` mounts under `/run/netns`,
+//! Docker's `/run/docker/netns`, and (without the privilege to read other processes' namespace
+//! links) the per-namespace `/proc/PID/net/tcp` entries, whose inode is unique per namespace.
+//! Each namespace is dumped from a thread that joined it with `setns` (this process's own
+//! namespace is never changed); where joining is not permitted, its `/proc/PID/net` text is
+//! read instead and a warning says what is missing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use sockstat_wire::fd_link::netns_inode;
+
+use crate::model::Warning;
+use crate::zone::{self, Zone, ZoneKind};
+
+/// Directories where namespaces are kept by name: `ip netns` (and CNI/Podman, which use it),
+/// and Docker's sandboxes.
+const MOUNT_DIRS: [(&str, ZoneKind); 4] = [
+    ("/run/netns", ZoneKind::Netns),
+    ("/var/run/netns", ZoneKind::Netns),
+    ("/run/docker/netns", ZoneKind::Docker),
+    ("/var/run/docker/netns", ZoneKind::Docker),
+];
+
+/// One namespace to read.
+#[derive(Debug, Clone)]
+pub struct ZoneTarget {
+    /// Identity used in `Socket::netns`: the netns inode, or (when that cannot be read) the
+    /// inode of the namespace's `/proc/PID/net/tcp` entry.
+    pub key: u64,
+    /// How it is shown.
+    pub zone: Zone,
+    /// A file to `setns` into (an `ip netns` mount or `/proc/PID/ns/net`).
+    pub enter: Option<PathBuf>,
+    /// A process living in it, for the `/proc/PID/net` fallback.
+    pub member: Option<u32>,
+    /// True for the namespace this process runs in (no `setns` needed).
+    pub own: bool,
+}
+
+fn readlink_ns(proc_fd: &OwnedFd, rel: &str) -> Option<u64> {
+    let mut buf = [0u8; 64];
+    let n = rustix::fs::readlinkat_raw(proc_fd, rel, &mut buf[..]).ok()?;
+    netns_inode(&buf[..n.min(buf.len())])
+}
+
+fn stat_ino(proc_fd: &OwnedFd, rel: &str) -> Option<u64> {
+    rustix::fs::statat(proc_fd, rel, rustix::fs::AtFlags::empty())
+        .ok()
+        .map(|st| st.st_ino)
+}
+
+struct Found {
+    netns: Option<u64>,
+    members: Vec<u32>,
+}
+
+/// Finds every namespace visible from `proc_root`, named.
+pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
+    let mut warnings = Vec::new();
+    let proc_fd = match rustix::fs::open(
+        proc_root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(e) => {
+            warnings.push(Warning {
+                code: "zones-unavailable",
+                count: None,
+                message: format!(
+                    "cannot open {}: {e}; only this namespace is listed",
+                    proc_root.display()
+                ),
+                details: vec![],
+            });
+            return (Vec::new(), warnings);
+        }
+    };
+    let own = readlink_ns(&proc_fd, "thread-self/ns/net")
+        .or_else(|| readlink_ns(&proc_fd, "self/ns/net"));
+    let global = readlink_ns(&proc_fd, "1/ns/net").or(own);
+    // proc-net entry inode -> netns inode, learnt from every process whose link we can read.
+    let mut procnet_to_ns: HashMap<u64, u64> = HashMap::new();
+    if let (Some(o), Some(pn)) = (own, stat_ino(&proc_fd, "thread-self/net/tcp")) {
+        procnet_to_ns.insert(pn, o);
+    }
+    let mut by_key: BTreeMap<u64, Found> = BTreeMap::new();
+    let mut hidden_members: Vec<(u64, u32)> = Vec::new();
+    let pids = super::owners::list_pids(&proc_fd).unwrap_or_default();
+    for pid in pids {
+        match readlink_ns(&proc_fd, &format!("{pid}/ns/net")) {
+            Some(ino) => {
+                let f = by_key.entry(ino).or_insert(Found {
+                    netns: Some(ino),
+                    members: vec![],
+                });
+                if f.members.len() < 8 {
+                    if f.members.is_empty() {
+                        if let Some(pn) = stat_ino(&proc_fd, &format!("{pid}/net/tcp")) {
+                            procnet_to_ns.insert(pn, ino);
+                        }
+                    }
+                    f.members.push(pid);
+                }
+            }
+            None => {
+                // Not ours to read (or gone): group it by its /proc/PID/net entry instead.
+                if let Some(pn) = stat_ino(&proc_fd, &format!("{pid}/net/tcp")) {
+                    hidden_members.push((pn, pid));
+                }
+            }
+        }
+    }
+    let mut unmapped = 0usize;
+    for (pn, pid) in hidden_members {
+        let key = procnet_to_ns.get(&pn).copied();
+        let f = by_key.entry(key.unwrap_or(pn)).or_insert_with(|| {
+            unmapped += 1;
+            Found {
+                netns: key,
+                members: vec![],
+            }
+        });
+        if f.members.len() < 8 {
+            f.members.push(pid);
+        }
+    }
+    // Named mounts.
+    let mut mounts: HashMap<u64, (PathBuf, String, ZoneKind)> = HashMap::new();
+    for (dir, kind) in MOUNT_DIRS {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let path = e.path();
+            let Ok(md) = std::fs::metadata(&path) else {
+                continue;
+            };
+            // An nsfs bind mount stats as the namespace itself; a leftover empty file does not.
+            if md.len() != 0 || md.ino() < 0xf000_0000 {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            mounts.entry(md.ino()).or_insert((path, name, kind));
+            by_key.entry(md.ino()).or_insert(Found {
+                netns: Some(md.ino()),
+                members: vec![],
+            });
+        }
+    }
+    if unmapped > 0 {
+        warnings.push(Warning {
+            code: "zones-partial",
+            count: Some(unmapped as u64),
+            message: format!(
+                "{unmapped} network namespaces were found only through processes whose namespace links this user may not read; they are named by a member pid and listed from /proc/PID/net (run as root for names, TCP internals and unix peers)"
+            ),
+            details: vec![],
+        });
+    }
+    let mut out: Vec<ZoneTarget> = by_key
+        .into_iter()
+        .map(|(key, f)| {
+            let mount = f.netns.and_then(|n| mounts.get(&n));
+            let zone = name_zone(proc_root, key, &f, global, mount);
+            let enter = match (mount, f.netns, f.members.first()) {
+                (Some((path, _, _)), _, _) => Some(path.clone()),
+                (None, Some(_), Some(pid)) => Some(proc_root.join(format!("{pid}/ns/net"))),
+                _ => None,
+            };
+            ZoneTarget {
+                key,
+                own: f.netns.is_some() && f.netns == own,
+                zone,
+                enter,
+                member: f.members.first().copied(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (a.zone.kind != ZoneKind::Global, &a.zone.name, a.key).cmp(&(
+            b.zone.kind != ZoneKind::Global,
+            &b.zone.name,
+            b.key,
+        ))
+    });
+    (out, warnings)
+}
+
+use std::os::unix::fs::MetadataExt;
+
+fn name_zone(
+    proc_root: &Path,
+    key: u64,
+    f: &Found,
+    global: Option<u64>,
+    mount: Option<&(PathBuf, String, ZoneKind)>,
+) -> Zone {
+    let mut z = Zone {
+        name: String::new(),
+        kind: ZoneKind::Unnamed,
+        netns_inode: f.netns,
+        container_id: None,
+        runtime: None,
+        pod: None,
+    };
+    if f.netns.is_some() && f.netns == global {
+        z.name = "global".into();
+        z.kind = ZoneKind::Global;
+        return z;
+    }
+    // A container that lives here names it (a pod's containers share the namespace).
+    for pid in &f.members {
+        let Ok(text) = std::fs::read_to_string(proc_root.join(format!("{pid}/cgroup"))) else {
+            continue;
+        };
+        let Some(c) = zone::cgroup_paths(&text)
+            .into_iter()
+            .find_map(zone::container_from_cgroup)
+        else {
+            continue;
+        };
+        z.kind = c.kind;
+        z.runtime = c.runtime;
+        z.container_id = c.id.clone();
+        z.name = match c.kind {
+            ZoneKind::Kubernetes => {
+                let pod = c.pod_uid.as_deref().and_then(|uid| {
+                    let dirs: Vec<String> = std::fs::read_dir("/var/log/pods")
+                        .map(|rd| {
+                            rd.flatten()
+                                .map(|e| e.file_name().to_string_lossy().into_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    zone::pod_from_log_dirs(dirs.iter().map(String::as_str), uid)
+                });
+                z.pod = pod.clone();
+                pod.unwrap_or_else(|| format!("pod-{}", short(c.pod_uid.as_deref().unwrap_or("?"))))
+            }
+            ZoneKind::Docker => {
+                c.id.as_deref()
+                    .and_then(|id| {
+                        std::fs::read_to_string(format!(
+                            "/var/lib/docker/containers/{id}/config.v2.json"
+                        ))
+                        .ok()
+                    })
+                    .and_then(|j| zone::docker_name(&j))
+                    .unwrap_or_else(|| short(c.id.as_deref().unwrap_or("?")))
+            }
+            ZoneKind::Podman => {
+                c.id.as_deref()
+                    .and_then(|id| {
+                        std::fs::read_to_string(
+                            "/var/lib/containers/storage/overlay-containers/containers.json",
+                        )
+                        .ok()
+                        .and_then(|j| zone::storage_name(&j, id))
+                    })
+                    .unwrap_or_else(|| short(c.id.as_deref().unwrap_or("?")))
+            }
+            _ => c
+                .name
+                .clone()
+                .unwrap_or_else(|| short(c.id.as_deref().unwrap_or("?"))),
+        };
+        return z;
+    }
+    if let Some((_, name, kind)) = mount {
+        z.name = name.clone();
+        z.kind = *kind;
+        if *kind == ZoneKind::Docker {
+            z.runtime = Some("docker");
+        }
+        return z;
+    }
+    z.name = match (f.netns, f.members.first()) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(pid)) => format!("pid:{pid}"),
+        (None, None) => format!("procnet:{key}"),
+    };
+    z
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(12).collect()
+}
+
+/// Runs `work` on a thread that has joined the namespace of `target` (or on this thread for
+/// this process's own namespace). `Err` means the namespace could not be joined.
+pub fn run_in<T: Send>(target: &ZoneTarget, work: impl FnOnce() -> T + Send) -> Result<T, String> {
+    if target.own {
+        return Ok(work());
+    }
+    let path = target
+        .enter
+        .as_ref()
+        .ok_or_else(|| "no file to enter it through".to_string())?;
+    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            rustix::thread::move_into_link_name_space(
+                rustix::fd::AsFd::as_fd(&fd),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )
+            .map_err(|e| format!("cannot join it: {e} (needs CAP_SYS_ADMIN over it)"))?;
+            Ok(work())
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the namespace thread panicked".into()))
+    })
+}
