@@ -669,10 +669,16 @@ fn delayed_ack_and_its_nodelay_negative() {
         for who in BOTH {
             let v = diagnose(&p.a, who, &["-p", &port.to_string(), "--interval", "1"]);
             if nodelay {
-                assert!(
-                    v["findings"].as_array().unwrap().is_empty(),
-                    "TCP_NODELAY: {v:#}"
-                );
+                // The point: no delayed-ACK verdict, and nothing at warning level. (On a
+                // loaded 2-core machine the userspace delay forwarder can stall long enough
+                // for one spurious RTO, which the retransmissions rule reports as info.)
+                let alarms: Vec<_> = v["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|f| f["rule"] == "delayed-ack" || f["severity"] != "info")
+                    .collect();
+                assert!(alarms.is_empty(), "TCP_NODELAY: {v:#}");
             } else {
                 let f = on_port(&v, "delayed-ack", port);
                 assert_eq!(f.len(), 1, "{v:#}");

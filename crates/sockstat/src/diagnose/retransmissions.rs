@@ -50,6 +50,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         let waited: u64 = (0..u32::from(t.retrans)).map(|k| 1u64 << k).sum();
         ev.int("waited_at_least_s", waited);
         out.push(Finding {
+            zone: None,
             rule: RuleId::Retransmissions,
             severity: Severity::Warning,
             socket: Some(SocketRef::of(s, snap)),
@@ -83,6 +84,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             )
             .int("out_segs_delta", input.counter_delta("Tcp", "OutSegs"));
         out.push(Finding {
+            zone: None,
             rule: RuleId::Retransmissions,
             severity: Severity::Critical,
             socket: None,
@@ -123,8 +125,19 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     if !(in_rto || blackhole || rtos.is_some() || lossy) {
         return None;
     }
+    // RTOs whose every retransmission came back as a duplicate (D-SACK) were spurious: the
+    // path delayed, it did not lose (a stalled middlebox or a starved host). Worth telling,
+    // not worth an alarm.
+    let dsacks = flow.d(|t| t.dsack_dups().map(u64::from)).unwrap_or(0);
+    let retrans_pkts = flow.d(|t| t.total_retrans().map(u64::from)).unwrap_or(0);
+    let spurious_only = !(in_rto || blackhole || lossy)
+        && rtos.is_some()
+        && retrans_pkts > 0
+        && dsacks >= retrans_pkts;
     let severity = if blackhole || loss.is_some_and(|l| l >= LOSS_CRITICAL) {
         Severity::Critical
+    } else if spurious_only {
+        Severity::Info
     } else {
         Severity::Warning
     };
@@ -174,6 +187,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         _ => "",
     };
     Some(Finding {
+        zone: None,
         rule: RuleId::Retransmissions,
         severity,
         socket: Some(flow.socket_ref()),
@@ -242,6 +256,25 @@ mod tests {
         let s1 = b.total_rto(3, 1500).build(1);
         let f = run(vec![s0], vec![s1], &ctx());
         assert_eq!(ev(&f[0], "rto_time_ms_delta"), 1200.0);
+    }
+
+    #[test]
+    fn one_spurious_rto_is_info_not_an_alarm() {
+        // One RTO whose single retransmission came back D-SACKed: the path stalled, it did
+        // not lose (seen on a loaded 2-core machine with a userspace delay forwarder).
+        let b = TcpBuilder::new();
+        let s0 = b.clone().total_rto(0, 0).retrans_dsack(0, 0).build(1);
+        let s1 = b.clone().total_rto(1, 33).retrans_dsack(1, 1).build(1);
+        let f = run(vec![s0], vec![s1], &ctx());
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].severity, Severity::Info);
+        // Not all retransmissions D-SACKed: a real loss, a warning.
+        let s0 = b.clone().total_rto(0, 0).retrans_dsack(0, 0).build(1);
+        let s1 = b.total_rto(1, 33).retrans_dsack(2, 1).build(1);
+        assert_eq!(
+            run(vec![s0], vec![s1], &ctx())[0].severity,
+            Severity::Warning
+        );
     }
 
     #[test]

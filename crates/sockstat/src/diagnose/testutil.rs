@@ -180,6 +180,11 @@ impl TcpBuilder {
         self.u32(232, w);
         self
     }
+    /// total_retrans (packets) and dsack_dups (cumulative).
+    pub fn retrans_dsack(mut self, total_retrans: u32, dsack_dups: u32) -> Self {
+        self.u32(100, total_retrans).u32(216, dsack_dups);
+        self
+    }
     pub fn total_rto(mut self, n: u16, time_ms: u32) -> Self {
         self.u16(240, n).u32(244, time_ms);
         self
