@@ -11,7 +11,6 @@ pub mod sanitize;
 pub mod summary;
 pub mod table;
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
@@ -67,7 +66,7 @@ pub fn rows(snap: &Snapshot) -> impl Iterator<Item = (&Socket, Option<&Owner>)> 
 }
 
 /// Who holds each unix socket (first holder), for showing a peer as `[pid fd]`.
-pub(crate) fn unix_holders(snap: &Snapshot) -> HashMap<u64, Owner> {
+pub(crate) fn unix_holders(snap: &Snapshot) -> rustc_hash::FxHashMap<u64, Owner> {
     snap.sockets
         .iter()
         .filter(|s| s.proto == crate::model::Proto::Unix)
@@ -113,7 +112,7 @@ pub(crate) fn write_unix_name(out: &mut String, name: &UnixName) {
 pub(crate) fn write_endpoint(
     out: &mut String,
     ep: Option<&Endpoint>,
-    holders: &HashMap<u64, Owner>,
+    holders: &rustc_hash::FxHashMap<u64, Owner>,
 ) {
     match ep {
         None => out.push_str("*:*"),

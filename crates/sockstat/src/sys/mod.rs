@@ -27,30 +27,39 @@ fn scan_threads() -> usize {
 }
 
 /// Runs a query against the running system.
+///
+/// The owner scan (the dominant cost: one `readlinkat` per open fd on the host) starts first on
+/// its own threads; meanwhile this thread dumps the sockets, fills unix peer names and sorts by
+/// address, so that only the join and the tie order by holder remain once the scan is done.
 pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     let ext = q.inet_diag_ext();
-    let (gathered, scan) = if q.owners {
+    let prepare = || -> Result<_, Error> {
+        let (mut g, zones) = gather_zones(q, ext)?;
+        dump::fill_unix_peer_names(&mut g.sockets);
+        sort_sockets(&mut g.sockets, &zones);
+        Ok((g, zones))
+    };
+    let (prepared, scan) = if q.owners {
         std::thread::scope(|s| {
             let scanner = s.spawn(|| owners::scan(&q.proc_root, q, scan_threads()));
-            let gathered = gather_zones(q, ext);
+            let prepared = prepare();
             let scan = scanner.join().unwrap_or_else(|_| {
                 Err(owners::ScanError {
                     message: "the owner scan thread panicked".into(),
                 })
             });
-            (gathered, Some(scan))
+            (prepared, Some(scan))
         })
     } else {
-        (gather_zones(q, ext), None)
+        (prepare(), None)
     };
-    let (mut gathered, zones) = gathered?;
+    let (mut gathered, zones) = prepared?;
     let mut snap = Snapshot {
         warnings: std::mem::take(&mut gathered.warnings),
         zones,
         ..Snapshot::default()
     };
     let mut sockets = gathered.sockets;
-    dump::fill_unix_peer_names(&mut sockets);
 
     match scan {
         None => {
@@ -87,9 +96,9 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     }
 
     apply_owner_filters(q, &mut sockets, &snap);
-    sort_sockets(&mut sockets, &snap.zones);
+    order_ties_by_owner(&mut sockets);
 
-    let referenced: HashSet<u32> = sockets
+    let referenced: rustc_hash::FxHashSet<u32> = sockets
         .iter()
         .flat_map(|s| s.owners.iter().map(|o| o.pid))
         .collect();
@@ -262,6 +271,32 @@ fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot) {
             .retain(|o| q.matches_owner(o, snap.processes.get(&o.pid)));
         !s.owners.is_empty()
     });
+}
+
+/// Sockets with the same zone, protocol and addresses (SO_REUSEPORT groups, several UDP sockets
+/// on one port) are ordered by their first holder's pid and fd once holders are known; the
+/// address sort ran before, in parallel with the scan, with only ids to break ties.
+fn order_ties_by_owner(sockets: &mut [Socket]) {
+    let same = |a: &Socket, b: &Socket| {
+        a.netns == b.netns
+            && a.proto == b.proto
+            && a.family == b.family
+            && a.local == b.local
+            && a.remote == b.remote
+    };
+    let mut start = 0;
+    while start < sockets.len() {
+        let mut end = start + 1;
+        while end < sockets.len() && same(&sockets[start], &sockets[end]) {
+            end += 1;
+        }
+        if end - start > 1 {
+            sockets[start..end].sort_by(|a, b| {
+                (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
+            });
+        }
+        start = end;
+    }
 }
 
 /// Output order: zone (global first, then by name), protocol, family, local address and port,
