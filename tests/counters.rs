@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use ports_support::{hear, json, say, sockstat, wait_output, Netns, HELPER_ENV};
+use ports_support::{counters_json, hear, say, sockstat, wait_output, Netns, HELPER_ENV};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const FIXTURES: &str = concat!(
@@ -68,7 +68,7 @@ fn counters_interval_sees_refused_connects() {
     h.send("go");
     assert_eq!(h.expect_line(LIMIT), format!("DONE refused={N}"));
     h.finish(LIMIT);
-    let v = json(&wait_output(bg, LIMIT));
+    let v = counters_json(&wait_output(bg, LIMIT));
     assert_eq!(v["version"], 1);
     assert!(v["interval_s"].as_f64().unwrap() >= 2.0, "{v}");
     let fails = delta(&v, "Tcp", "AttemptFails").expect("Tcp.AttemptFails moved");
@@ -137,7 +137,7 @@ fn counters_captured_files_since_boot() {
         &fixture("netstat"),
         Some(&fixture("snmp6")),
     );
-    let v = json(&counters_at(dir.path(), &["--json", "--all"]));
+    let v = counters_json(&counters_at(dir.path(), &["--json", "--all"]));
     assert!(v["interval_s"].is_null());
     assert_eq!(value(&v, "Tcp", "ActiveOpens"), Some(5));
     assert_eq!(value(&v, "Tcp", "MaxConn"), Some(-1));
@@ -146,7 +146,7 @@ fn counters_captured_files_since_boot() {
     assert_eq!(value(&v, "Ip6", "InReceives"), Some(3));
     assert_eq!(v["hidden_zero"], 0);
     // Without --all the zeros are hidden and counted.
-    let v = json(&counters_at(dir.path(), &["--json"]));
+    let v = counters_json(&counters_at(dir.path(), &["--json"]));
     assert!(value(&v, "TcpExt", "ListenOverflows").is_none());
     assert!(v["hidden_zero"].as_u64().unwrap() > 300);
 
@@ -175,7 +175,7 @@ fn counters_names_inserted_mid_line_keep_their_values() {
     let snmp = "Tcp: ActiveOpens Invented AttemptFails OutRsts\nTcp: 1 77 2 3\n";
     let dir = fake_proc(snmp, netstat, None);
     let out = counters_at(dir.path(), &["--json", "--all"]);
-    let v = json(&out);
+    let v = counters_json(&out);
     assert_eq!(value(&v, "TcpExt", "ListenOverflows"), Some(13));
     assert_eq!(value(&v, "TcpExt", "TCPTimeouts"), Some(14));
     assert_eq!(value(&v, "TcpExt", "NewMidLine"), Some(999));
@@ -210,7 +210,7 @@ fn counters_a_counter_going_down_is_a_reset_not_a_huge_number() {
     std::thread::sleep(Duration::from_millis(400));
     // The namespace was "recreated": the counter starts again from a small number.
     std::fs::write(dir.path().join("net/snmp"), snmp(3)).unwrap();
-    let v = json(&wait_output(child, LIMIT));
+    let v = counters_json(&wait_output(child, LIMIT));
     let rst = v["counters"]
         .as_array()
         .unwrap()
@@ -278,7 +278,7 @@ fn counters_of_this_host_since_boot() {
         .args(["counters", "--json"])
         .output()
         .unwrap();
-    let v = json(&out);
+    let v = counters_json(&out);
     assert!(v["interval_s"].is_null());
     assert!(value(&v, "Tcp", "RtoMin").is_some(), "{v}");
 }

@@ -10,7 +10,9 @@ use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::FromRawFd;
 use std::time::Duration;
 
-use ports_support::{hear, json, say, sockstat, wait_for_eof, wait_output, Netns, HELPER_ENV};
+use ports_support::{
+    hear, ports_json, say, sockstat, wait_for_eof, wait_output, Netns, HELPER_ENV,
+};
 
 const SERVER_PORT: u16 = 8080;
 const LIMIT: Duration = Duration::from_secs(30);
@@ -164,7 +166,7 @@ fn ports_exhaustion_of_a_50_port_range_is_critical() {
     assert_eq!(connections, 50);
 
     let out = ns.run(&[sockstat(), "ports", "--json"]);
-    let v = json(&out);
+    let v = ports_json(&out);
     assert_eq!(v["version"], 1);
     assert_eq!(v["range"]["low"], 40000);
     assert_eq!(v["range"]["high"], 40049);
@@ -213,11 +215,11 @@ fn ports_exhaustion_of_a_50_port_range_is_critical() {
     assert!(text.contains("  fix: "), "{text}");
 
     // Filters: another destination port selects nothing; -6 selects nothing.
-    let v = json(&ns.run(&[sockstat(), "ports", "--json", "-p", "9999"]));
+    let v = ports_json(&ns.run(&[sockstat(), "ports", "--json", "-p", "9999"]));
     assert!(v["destinations"].as_array().unwrap().is_empty(), "{v}");
-    let v = json(&ns.run(&[sockstat(), "ports", "--json", "-6"]));
+    let v = ports_json(&ns.run(&[sockstat(), "ports", "--json", "-6"]));
     assert!(v["destinations"].as_array().unwrap().is_empty(), "{v}");
-    let v = json(&ns.run(&[sockstat(), "ports", "--json", "--dst", "127.0.0.0/8"]));
+    let v = ports_json(&ns.run(&[sockstat(), "ports", "--json", "--dst", "127.0.0.0/8"]));
     assert_eq!(v["destinations"][0]["count"], 50);
 }
 
@@ -232,7 +234,7 @@ fn ports_reserved_ports_shrink_the_range() {
     let (connections, errno) = exhaust(&ns);
     assert_eq!(errno, libc::EADDRNOTAVAIL);
     assert_eq!(connections, 40);
-    let v = json(&ns.run(&[sockstat(), "ports", "--json"]));
+    let v = ports_json(&ns.run(&[sockstat(), "ports", "--json"]));
     assert_eq!(v["range"]["reserved"], 10);
     assert_eq!(v["range"]["usable"], 40);
     assert_eq!(v["destinations"][0]["count"], 40);
@@ -254,9 +256,9 @@ fn ports_server_view_shows_clients_reusing_ports_into_time_wait() {
     let done = h.expect_line(LIMIT);
     let reused: u32 = field(&done, "reused").parse().unwrap();
     assert_eq!(reused, 3, "{done}");
-    let v = json(&wait_output(bg, LIMIT));
+    let v = ports_json(&wait_output(bg, LIMIT));
     // And once more without an interval, while the listener is still there.
-    let now = json(&ns.run(&[sockstat(), "ports", "--json"]));
+    let now = ports_json(&ns.run(&[sockstat(), "ports", "--json"]));
     h.finish(LIMIT);
 
     for (what, v) in [("interval", &v), ("now", &now)] {
@@ -332,7 +334,7 @@ fn ports_reads_sysctls_from_a_fake_proc() {
         .arg(dir.path())
         .output()
         .unwrap();
-    let v = json(&out);
+    let v = ports_json(&out);
     assert_eq!(v["range"]["usable"], 1);
     assert_eq!(v["settings"]["tcp_tw_reuse"], 1);
     assert!(v["settings"]["tcp_timestamps"].is_null());

@@ -125,7 +125,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__counters)
-            opts="-q -v -h --interval --all --json --color --help --proc-root"
+            opts="-q -v -h -j -z -Z --interval --all --json --color --help --proc-root"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +137,14 @@ _sockstat() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --proc-root)
@@ -303,7 +311,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__ports)
-            opts="-4 -6 -L -p -q -v -h --src --dst --interval --json --color --help --proc-root"
+            opts="-4 -6 -L -p -q -v -h -j -z -Z --src --dst --interval --json --color --help --proc-root"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -327,6 +335,14 @@ _sockstat() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --proc-root)

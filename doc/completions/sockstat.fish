@@ -78,12 +78,14 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval 
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s z -s j -d 'Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l proc-root -d 'Read the counter files from this directory instead of /proc (testing)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l all -d 'Also show counters that are zero (or did not move over the interval)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l json -d 'One JSON document: {"version":1,"interval_s","counters":[{"group","name","value" or "delta","meaning","trouble"}],"hidden_zero","warnings"}'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s q -d 'Do not print the title and header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s v -d 'Print details with every warning (e.g. which counters went backwards)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s Z -d 'Every zone (network namespace) on the host, each with its own counters and sysctls'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
@@ -123,6 +125,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s z -s j -d 'Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l proc-root -d 'Read sysctls and counters from this directory instead of /proc (testing)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 4 -d 'Only IPv4 sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 6 -d 'Only IPv6 sockets'
@@ -131,6 +134,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l json -d 'One
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s q -d 'Do not print the header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s Z -d 'Every zone (network namespace) on the host, each with its own counters and sysctls'
 complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
 complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
 complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'

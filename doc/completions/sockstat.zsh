@@ -81,6 +81,8 @@ _arguments "${_arguments_options[@]}" : \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
+'(-Z)-z+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-j+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
 '--proc-root=[Read the counter files from this directory instead of /proc (testing)]:DIR:_files' \
 '--all[Also show counters that are zero (or did not move over the interval)]' \
 '--json[One JSON document\: {"version"\:1,"interval_s","counters"\:\[{"group","name","value" or "delta","meaning","trouble"}\],"hidden_zero","warnings"}]' \
@@ -88,6 +90,7 @@ never\:"Never"))' \
 '-v[Print details with every warning (e.g. which counters went backwards)]' \
 '-h[Print help]' \
 '--help[Print help]' \
+'-Z[Every zone (network namespace) on the host, each with its own counters and sysctls]' \
 '::seconds -- Measure deltas over this many seconds (fractions allowed); without it, values since boot:_default' \
 && ret=0
 ;;
@@ -138,6 +141,8 @@ _arguments "${_arguments_options[@]}" : \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
+'(-Z)-z+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-j+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
 '--proc-root=[Read sysctls and counters from this directory instead of /proc (testing)]:DIR:_files' \
 '-4[Only IPv4 sockets]' \
 '-6[Only IPv6 sockets]' \
@@ -147,6 +152,7 @@ never\:"Never"))' \
 '-v[Print details with every warning]' \
 '-h[Print help]' \
 '--help[Print help]' \
+'-Z[Every zone (network namespace) on the host, each with its own counters and sysctls]' \
 && ret=0
 ;;
 (help)

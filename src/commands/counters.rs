@@ -3,13 +3,17 @@
 //! owns the flags, the waiting and the exit status.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::counters;
+use sockstat::counters::{self, CounterReport};
 use sockstat::render;
+use sockstat::sys::counters::{CounterRead, ProcPaths};
+use sockstat::sys::netns::{self, ZoneTarget};
+use sockstat::zone::Zone;
+use sockstat::Warning;
 
 use crate::cli::{Cli, ColorWhen};
 
@@ -68,6 +72,138 @@ pub fn print_warnings(warnings: &[sockstat::Warning], verbose: bool) {
     }
 }
 
+/// `-z`/`-j ZONE` and `-Z` for the subcommands that read a namespace's counters and sysctls
+/// (`counters`, `ports`; `diagnose` takes them with its other filters).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ZoneArgs {
+    /// Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a
+    /// container or pod name), a container id prefix, or a namespace inode.
+    #[arg(
+        short = 'z',
+        visible_short_alias = 'j',
+        value_name = "ZONE",
+        conflicts_with = "all_zones",
+        help_heading = "Zones"
+    )]
+    pub zone: Option<String>,
+    /// Every zone (network namespace) on the host, each with its own counters and sysctls.
+    #[arg(short = 'Z', help_heading = "Zones")]
+    pub all_zones: bool,
+}
+
+impl ZoneArgs {
+    /// These flags, or the same flags given before the subcommand (`sockstat -Z counters`).
+    pub fn or_global(&self, cli: &Cli) -> ZoneArgs {
+        if self.zone.is_some() || self.all_zones {
+            return self.clone();
+        }
+        ZoneArgs {
+            zone: cli.filters.zone.clone(),
+            all_zones: cli.filters.all_zones,
+        }
+    }
+
+    /// True when zones were asked for.
+    pub fn any(&self) -> bool {
+        self.zone.is_some() || self.all_zones
+    }
+}
+
+/// The zones selected, and what discovery could not see.
+pub type SelectedZones = (Vec<ZoneTarget>, Vec<Warning>);
+
+/// The zones `-z`/`-Z` select, in display order (global first, then by name), with the
+/// discovery warnings; `None` without either flag. A zone that does not exist is an error
+/// (exit 2) that lists the known ones, as in the listing.
+pub fn select_zones(
+    z: &ZoneArgs,
+    proc_root: &Path,
+) -> Result<Option<SelectedZones>, sockstat::Error> {
+    if !z.any() {
+        return Ok(None);
+    }
+    let (targets, warnings) = netns::discover(proc_root);
+    let Some(spec) = &z.zone else {
+        return Ok(Some((targets, warnings)));
+    };
+    let known = targets.iter().map(|t| t.zone.name.clone()).collect();
+    let hit: Vec<ZoneTarget> = targets
+        .into_iter()
+        .filter(|t| t.zone.matches(spec))
+        .collect();
+    if hit.is_empty() {
+        return Err(sockstat::Error::UnknownZone {
+            name: spec.clone(),
+            known,
+        });
+    }
+    Ok(Some((hit, warnings)))
+}
+
+/// How a zone's counters and sysctls were reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// From a thread in the zone (or this process's own namespace): everything.
+    Joined,
+    /// Not permitted to join (the reason): its counters through `/proc/PID/net` of this member,
+    /// its sysctls not at all.
+    Member(u32, String),
+}
+
+/// Runs `work` with the paths of zone `t`'s counter files and sysctls: on a thread that joined
+/// it (`/proc/thread-self/net`, `/proc/sys` read from that thread), on this thread for this
+/// process's own namespace, or, when joining is not permitted, here with the paths of a member
+/// process (counters only). `Err` when the zone cannot be reached at all.
+pub fn in_zone<T: Send>(
+    t: &ZoneTarget,
+    proc_root: &Path,
+    work: impl Fn(&ProcPaths) -> T + Send + Sync,
+) -> Result<(T, Reach), String> {
+    let paths = if t.own {
+        ProcPaths::new(proc_root)
+    } else {
+        ProcPaths::thread(proc_root)
+    };
+    match netns::run_in(t, || work(&paths)) {
+        Ok(v) => Ok((v, Reach::Joined)),
+        Err(why) => match t.member {
+            Some(pid) => Ok((
+                work(&ProcPaths::member(proc_root, pid)),
+                Reach::Member(pid, why),
+            )),
+            None => Err(format!("{why}; no visible process in it")),
+        },
+    }
+}
+
+/// The warning for zones whose sysctls could not be read (`notes`: one line per zone).
+pub fn sysctls_unreadable_warning(notes: Vec<String>, skipped: &str) -> Option<Warning> {
+    (!notes.is_empty()).then(|| Warning {
+        code: "zone-sysctls-unreadable",
+        count: Some(notes.len() as u64),
+        message: format!(
+            "{} zones could not be joined with these privileges: their counters were read \
+             through /proc/PID/net, but their sysctls cannot be read from outside ({skipped}); \
+             run as root to read them",
+            notes.len()
+        ),
+        details: notes,
+    })
+}
+
+/// The warning for zones that could not be read at all.
+pub fn zones_skipped_warning(skipped: Vec<String>, what: &str) -> Option<Warning> {
+    (!skipped.is_empty()).then(|| Warning {
+        code: "zones-not-read",
+        count: Some(skipped.len() as u64),
+        message: format!(
+            "{} zones could not be read, so their {what} are missing (-v for why)",
+            skipped.len()
+        ),
+        details: skipped,
+    })
+}
+
 /// Flags of `sockstat counters`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
@@ -99,6 +235,9 @@ pub struct CountersArgs {
     /// Print help.
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+    /// Zones.
+    #[command(flatten)]
+    pub zones: ZoneArgs,
     /// Read the counter files from this directory instead of /proc (testing).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -113,23 +252,18 @@ pub fn run(args: &CountersArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         .proc_root
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc"));
-    let first = sockstat::sys::counters::read(&root).context("reading the counters")?;
-    let report = match interval_s {
-        None => {
-            let mut r = counters::since_boot(&first.set, args.all);
-            r.warnings.extend(first.warnings);
-            r
-        }
-        Some(s) => {
-            let start = Instant::now();
-            std::thread::sleep(std::time::Duration::from_secs_f64(s));
-            let second = sockstat::sys::counters::read(&root).context("reading the counters")?;
-            let elapsed = start.elapsed().as_secs_f64();
-            let mut r = counters::deltas(&first.set, &second.set, elapsed, args.all);
-            r.warnings.extend(second.warnings);
+    let zones = args.zones.or_global(cli);
+    let mut report = match select_zones(&zones, &root)? {
+        None => own_report(&ProcPaths::new(&root), interval_s, args.all)?,
+        Some((targets, warnings)) => {
+            let mut r = zones_report(&targets, &root, interval_s, args.all)?;
+            r.warnings.extend(warnings);
             r
         }
     };
+    report.warnings.dedup();
+    let mut opts = opts;
+    opts.zone = zones.all_zones;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if json {
@@ -141,6 +275,92 @@ pub fn run(args: &CountersArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         print_warnings(&report.warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The counters of one namespace, from `paths`.
+fn own_report(
+    paths: &ProcPaths,
+    interval_s: Option<f64>,
+    all: bool,
+) -> anyhow::Result<CounterReport> {
+    let first = sockstat::sys::counters::read(paths).context("reading the counters")?;
+    Ok(match interval_s {
+        None => {
+            let mut r = counters::since_boot(&first.set, all);
+            r.warnings.extend(first.warnings);
+            r
+        }
+        Some(s) => {
+            let start = Instant::now();
+            std::thread::sleep(Duration::from_secs_f64(s));
+            let second = sockstat::sys::counters::read(paths).context("reading the counters")?;
+            let elapsed = start.elapsed().as_secs_f64();
+            let mut r = counters::deltas(&first.set, &second.set, elapsed, all);
+            r.warnings.extend(second.warnings);
+            r
+        }
+    })
+}
+
+/// The counters of every selected zone, both samples of each read inside that zone, as one
+/// report whose rows carry their zone. A zone that cannot be read is left out with a warning;
+/// when none can, that is an error.
+fn zones_report(
+    targets: &[ZoneTarget],
+    root: &Path,
+    interval_s: Option<f64>,
+    all: bool,
+) -> anyhow::Result<CounterReport> {
+    let read = |t: &ZoneTarget| -> Result<(CounterRead, Instant), String> {
+        match in_zone(t, root, sockstat::sys::counters::read) {
+            Ok((Ok(r), _)) => Ok((r, Instant::now())),
+            Ok((Err(e), _)) => Err(format!("zone {}: {e}", t.zone.name)),
+            Err(why) => Err(format!("zone {}: {why}", t.zone.name)),
+        }
+    };
+    let mut skipped = Vec::new();
+    let mut firsts: Vec<(&ZoneTarget, CounterRead, Instant)> = Vec::new();
+    for t in targets {
+        match read(t) {
+            Ok((r, at)) => firsts.push((t, r, at)),
+            Err(e) => skipped.push(e),
+        }
+    }
+    if firsts.is_empty() {
+        anyhow::bail!(
+            "cannot read the counters of any selected zone: {}",
+            skipped.join("; ")
+        );
+    }
+    let mut reports: Vec<(Zone, CounterReport)> = Vec::new();
+    match interval_s {
+        None => {
+            for (t, first, _) in firsts {
+                let mut r = counters::since_boot(&first.set, all);
+                r.warnings.extend(first.warnings);
+                reports.push((t.zone.clone(), r));
+            }
+        }
+        Some(s) => {
+            std::thread::sleep(Duration::from_secs_f64(s));
+            for (t, first, at) in firsts {
+                match read(t) {
+                    Ok((second, _)) => {
+                        let elapsed = at.elapsed().as_secs_f64();
+                        let mut r = counters::deltas(&first.set, &second.set, elapsed, all);
+                        r.warnings.extend(second.warnings);
+                        reports.push((t.zone.clone(), r));
+                    }
+                    Err(e) => skipped.push(e),
+                }
+            }
+        }
+    }
+    let mut report = counters::merge_zones(reports);
+    report
+        .warnings
+        .extend(zones_skipped_warning(skipped, "counters"));
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -9,8 +9,15 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use sockstat::diagnose::{self, Context, Counters, Sample, Sysctls};
-use sockstat::{render, Proto, Query};
+use sockstat::diagnose::{self, Context, Counters, Report, Sample, Sysctls};
+use sockstat::sys::counters::ProcPaths;
+use sockstat::sys::netns::ZoneTarget;
+use sockstat::{render, Proto, Query, Snapshot};
+
+use super::counters::{
+    in_zone, select_zones, sysctls_unreadable_warning, zones_skipped_warning, Reach, ZoneArgs,
+};
+use super::ports::zone_snapshot;
 
 use crate::cli::{Cli, ColorWhen, FilterArgs, SourceArgs};
 
@@ -74,8 +81,9 @@ fn triple(t: &str) -> Option<[u64; 3]> {
     (v.len() == 3).then(|| [v[0], v[1], v[2]])
 }
 
-/// Reads the sysctls the rules use from `<proc_root>/sys` (of this thread's namespace).
-fn read_sysctls(proc_root: &Path) -> Sysctls {
+/// Reads the sysctls the rules use from `paths` (the sysctl tree read from this thread, whose
+/// namespace gives the per-namespace values).
+fn read_sysctls(proc_root: &ProcPaths) -> Sysctls {
     use sockstat::sys::sysctl::{parse_port_range, parse_reserved_ports, read_text};
     let num = |n: &str| read_text(proc_root, n).and_then(|t| t.parse::<u64>().ok());
     let three = |n: &str| read_text(proc_root, n).as_deref().and_then(triple);
@@ -134,25 +142,74 @@ fn page_size() -> u64 {
     4096
 }
 
-fn sample(q: &Query) -> anyhow::Result<Sample> {
-    let snapshot = sockstat::collect(q)?;
-    let counters = match sockstat::sys::counters::read(&q.proc_root) {
+/// `net.ipv4.tcp_mem` and `net.core.{w,r}mem_max` are global (kernel.md §3.5, R6): tcp_mem is
+/// shown only in the initial namespace, so a zone's values come from the host's sysctl tree.
+fn with_globals(mut zone: Sysctls, host: &Sysctls) -> Sysctls {
+    zone.tcp_mem = host.tcp_mem;
+    zone.wmem_max = host.wmem_max;
+    zone.rmem_max = host.rmem_max;
+    zone
+}
+
+/// The counters under `paths`; empty when unreadable (a warning says so).
+fn read_counters(paths: &ProcPaths) -> Counters {
+    match sockstat::sys::counters::read(paths) {
         Ok(r) => Counters::from_triples(
             r.set
                 .iter()
                 .map(|(n, v)| (n.group.as_str(), n.name.as_str(), v)),
         ),
         Err(_) => Counters::default(),
-    };
-    let tcp_mem_pages = std::fs::read_to_string(q.proc_root.join("net/sockstat"))
+    }
+}
+
+/// Pages TCP uses, system-wide (`mem` of the `TCP:` line of `<net>/sockstat`; global, so the
+/// namespace it is read from does not matter).
+fn tcp_mem_pages(paths: &ProcPaths) -> Option<u64> {
+    std::fs::read_to_string(paths.net.join("sockstat"))
         .ok()
         .as_deref()
-        .and_then(parse_sockstat_mem);
+        .and_then(parse_sockstat_mem)
+}
+
+fn sample(q: &Query) -> anyhow::Result<Sample> {
+    let snapshot = sockstat::collect(q)?;
+    let paths = ProcPaths::new(&q.proc_root);
     Ok(Sample {
         snapshot,
-        counters,
-        tcp_mem_pages,
+        counters: read_counters(&paths),
+        tcp_mem_pages: tcp_mem_pages(&paths),
     })
+}
+
+/// One sample of every selected zone: the sockets in one gathering (each tagged with its
+/// zone), the counters read inside each zone (`None` where it cannot be reached).
+struct ZonesSample {
+    snapshot: Snapshot,
+    counters: Vec<Option<Counters>>,
+    tcp_mem_pages: Option<u64>,
+}
+
+fn sample_zones(q: &Query, targets: &[ZoneTarget]) -> anyhow::Result<ZonesSample> {
+    let snapshot = sockstat::collect(q)?;
+    let counters = targets
+        .iter()
+        .map(|t| in_zone(t, &q.proc_root, read_counters).ok().map(|(c, _)| c))
+        .collect();
+    Ok(ZonesSample {
+        snapshot,
+        counters,
+        tcp_mem_pages: tcp_mem_pages(&ProcPaths::new(&q.proc_root)),
+    })
+}
+
+/// The selected zones' sample of zone `i`.
+fn zone_sample(z: &ZonesSample, t: &ZoneTarget, i: usize) -> Sample {
+    Sample {
+        snapshot: zone_snapshot(&z.snapshot, t.key),
+        counters: z.counters[i].clone().unwrap_or_default(),
+        tcp_mem_pages: z.tcp_mem_pages,
+    }
 }
 
 /// Runs `sockstat diagnose`.
@@ -176,25 +233,56 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
     // is then the time between the two dumps, as the rates need.
     let mut first = q.clone();
     first.owners = q.filters_owners() && q.owners;
-    let t0 = Instant::now();
-    let before = sample(&first)?;
-    let wait = Duration::from_secs_f64(a.interval).saturating_sub(t0.elapsed());
-    std::thread::sleep(wait);
-    let t1 = Instant::now();
-    let after = sample(&q)?;
-    let ctx = Context {
-        interval_s: (t1 - t0).as_secs_f64(),
-        sysctls: read_sysctls(&q.proc_root),
+    let zones = ZoneArgs {
+        zone: a.filters.zone.clone(),
+        all_zones: a.filters.all_zones,
+    };
+    let host = read_sysctls(&ProcPaths::new(&q.proc_root));
+    let base = Context {
+        interval_s: 0.0,
+        sysctls: Sysctls::default(),
         bandwidth: a.bandwidth,
         page_size: page_size(),
         buf_locks: Default::default(),
     };
-    let mut ctx = ctx;
-    let mut lock_errors = vec![];
-    if a.exact_locks && is_root() {
-        lock_errors = read_locks(&before, &after, &mut ctx);
-    }
-    let mut report = diagnose::diagnose(&before, &after, &ctx);
+    let exact = a.exact_locks && is_root();
+    let (mut report, lock_errors) = match select_zones(&zones, &q.proc_root)? {
+        None => {
+            let t0 = Instant::now();
+            let before = sample(&first)?;
+            let wait = Duration::from_secs_f64(a.interval).saturating_sub(t0.elapsed());
+            std::thread::sleep(wait);
+            let t1 = Instant::now();
+            let after = sample(&q)?;
+            let mut ctx = Context {
+                interval_s: (t1 - t0).as_secs_f64(),
+                sysctls: host,
+                ..base
+            };
+            let lock_errors = if exact {
+                read_locks(&before, &after, &mut ctx)
+            } else {
+                vec![]
+            };
+            (diagnose::diagnose(&before, &after, &ctx), lock_errors)
+        }
+        Some((targets, discovery_warnings)) => {
+            let t0 = Instant::now();
+            let before = sample_zones(&first, &targets)?;
+            let wait = Duration::from_secs_f64(a.interval).saturating_sub(t0.elapsed());
+            std::thread::sleep(wait);
+            let t1 = Instant::now();
+            let after = sample_zones(&q, &targets)?;
+            let ctx = Context {
+                interval_s: (t1 - t0).as_secs_f64(),
+                ..base
+            };
+            let (mut r, lock_errors) =
+                diagnose_zones(&targets, &before, &after, &ctx, &host, &q.proc_root, exact);
+            r.warnings.extend(discovery_warnings);
+            (r, lock_errors)
+        }
+    };
     if a.exact_locks && !is_root() {
         report.warnings.push(sockstat::Warning {
             code: "exact-locks-need-root",
@@ -202,26 +290,6 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
             message: "--exact-locks needs root (pidfd_getfd needs ptrace rights over the holder): \
                       buffer locks are inferred"
                 .into(),
-            details: vec![],
-        });
-    }
-    let own_ns = own_netns();
-    let foreign = after
-        .snapshot
-        .sockets
-        .iter()
-        .filter(|s| s.netns.is_some() && s.netns != own_ns)
-        .count();
-    if foreign > 0 {
-        report.warnings.push(sockstat::Warning {
-            code: "other-namespaces",
-            count: Some(foreign as u64),
-            message: format!(
-                "{foreign} sockets belong to other network namespaces (zones), but the counters and \
-                 sysctls are those of the namespace sockstat runs in: trust their per-connection \
-                 findings, not the namespace-wide ones; run diagnose inside each namespace \
-                 (ip netns exec, nsenter -n) for those"
-            ),
             details: vec![],
         });
     }
@@ -267,6 +335,72 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Each zone judged with its own sockets, counters and sysctls (the global ones from the
+/// host), every finding tagged with its zone; findings most severe first across zones.
+/// Returns the merged report and the buffer locks that could not be read.
+fn diagnose_zones(
+    targets: &[ZoneTarget],
+    before: &ZonesSample,
+    after: &ZonesSample,
+    base: &Context,
+    host: &Sysctls,
+    proc_root: &Path,
+    exact: bool,
+) -> (Report, Vec<String>) {
+    let mut report = Report {
+        warnings: after.snapshot.warnings.clone(),
+        interval_s: base.interval_s,
+        ..Report::default()
+    };
+    let (mut unreadable, mut skipped, mut lock_errors) = (vec![], vec![], vec![]);
+    for (i, t) in targets.iter().enumerate() {
+        let sysctls = match in_zone(t, proc_root, read_sysctls) {
+            Ok((s, Reach::Joined)) => with_globals(s, host),
+            Ok((_, Reach::Member(_, why))) => {
+                unreadable.push(format!("zone {}: {why}", t.zone.name));
+                with_globals(Sysctls::default(), host)
+            }
+            Err(why) => {
+                skipped.push(format!("zone {}: {why}", t.zone.name));
+                continue;
+            }
+        };
+        let (b, a) = (zone_sample(before, t, i), zone_sample(after, t, i));
+        let mut ctx = Context {
+            sysctls,
+            ..base.clone()
+        };
+        if exact {
+            lock_errors.extend(read_locks(&b, &a, &mut ctx));
+        }
+        let r = diagnose::diagnose(&b, &a, &ctx);
+        report.connections += r.connections;
+        report.findings.extend(r.findings.into_iter().map(|mut f| {
+            f.zone = Some(t.zone.clone());
+            f
+        }));
+        for mut w in r.warnings {
+            if w.code != "tcp-mem-hidden" {
+                w.message = format!("zone {}: {}", t.zone.name, w.message);
+            }
+            if !report.warnings.contains(&w) {
+                report.warnings.push(w);
+            }
+        }
+    }
+    diagnose::sort_findings(&mut report.findings);
+    report.warnings.extend(sysctls_unreadable_warning(
+        unreadable,
+        "the window-scaling, ephemeral-port, listen-queue and buffer-autotuning rules that need \
+         them were skipped there",
+    ));
+    report.warnings.extend(zones_skipped_warning(
+        skipped,
+        "connections were not judged",
+    ));
+    (report, lock_errors)
+}
+
 /// For the sockets a buffer finding names, reads the exact lock from the first holder; returns
 /// what could not be read.
 fn read_locks(before: &Sample, after: &Sample, ctx: &mut Context) -> Vec<String> {
@@ -294,13 +428,6 @@ fn read_locks(before: &Sample, after: &Sample, ctx: &mut Context) -> Vec<String>
         }
     }
     errors
-}
-
-/// The inode of this thread's network namespace (`/proc/thread-self/ns/net` -> `net:[N]`).
-fn own_netns() -> Option<u64> {
-    let link = std::fs::read_link("/proc/thread-self/ns/net").ok()?;
-    let t = link.to_str()?;
-    t.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// True when running as root (the owner scan then sees every process).
@@ -335,11 +462,6 @@ mod tests {
             Some([4096, 16384, 4_194_304])
         );
         assert_eq!(triple("1 2"), None);
-    }
-
-    #[test]
-    fn own_namespace_inode() {
-        assert!(own_netns().is_some_and(|n| n > 0));
     }
 
     #[test]

@@ -4,17 +4,22 @@
 //! status.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use sockstat::counters::CounterSet;
-use sockstat::ports::{self, PortsInput};
+use sockstat::ports::{self, PortsInput, PortsReport};
 use sockstat::query::parse_prefix;
-use sockstat::{render, PortSet, Proto, Query, Snapshot};
+use sockstat::sys::counters::ProcPaths;
+use sockstat::sys::netns::ZoneTarget;
+use sockstat::{render, PortSet, Proto, Query, Snapshot, ZoneSelect};
 
-use super::counters::{output_options, parse_seconds, print_warnings};
+use super::counters::{
+    in_zone, output_options, parse_seconds, print_warnings, select_zones,
+    sysctls_unreadable_warning, zones_skipped_warning, Reach, ZoneArgs,
+};
 use crate::cli::{Cli, ColorWhen};
 
 /// Flags of `sockstat ports`.
@@ -67,6 +72,9 @@ pub struct PortsArgs {
     /// Print help.
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+    /// Zones.
+    #[command(flatten)]
+    pub zones: ZoneArgs,
     /// Read sysctls and counters from this directory instead of /proc (testing).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -107,10 +115,10 @@ struct Sample {
     counters: Option<CounterSet>,
 }
 
-fn sample(q: &Query, root: &std::path::Path, counters: bool) -> anyhow::Result<Sample> {
+fn sample(q: &Query, paths: &ProcPaths, counters: bool) -> anyhow::Result<Sample> {
     let snap = sockstat::collect(q).context("listing TCP sockets")?;
     let counters = if counters {
-        Some(sockstat::sys::counters::read(root)?.set)
+        Some(sockstat::sys::counters::read(paths)?.set)
     } else {
         None
     };
@@ -125,6 +133,11 @@ pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         .proc_root
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc"));
+    let zones = args.zones.or_global(cli);
+    if let Some((targets, warnings)) = select_zones(&zones, &root)? {
+        return run_zones(args, &zones, &targets, warnings, &root, json, &opts);
+    }
+    let root = ProcPaths::new(&root);
     let gather = args.gather_query();
     let filter = args.filter_query();
     let (first, last, interval_s) = match args.interval {
@@ -138,6 +151,7 @@ pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     };
     let sysctls = sockstat::sys::sysctl::read_port_sysctls(&root);
+    let time_wait_total = sockstat::sys::counters::read_time_wait_total(&root);
     let counters = match (&first, &last.counters) {
         (
             Some(Sample {
@@ -153,7 +167,7 @@ pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         interval_s,
         sysctls: &sysctls,
         counters,
-        time_wait_total: sockstat::sys::counters::read_time_wait_total(&root),
+        time_wait_total,
         filter: Some(&filter),
     });
     let stdout = io::stdout();
@@ -168,6 +182,161 @@ pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         render::ports::write_table(&report, &opts, &mut out)?;
         out.flush()?;
         print_warnings(&last.snap.warnings, args.verbose);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sockets of one zone (by its key in `Socket::netns`), with the processes and users the
+/// snapshot resolved; the gathering warnings stay with the whole snapshot.
+pub fn zone_snapshot(snap: &Snapshot, key: u64) -> Snapshot {
+    Snapshot {
+        sockets: snap
+            .sockets
+            .iter()
+            .filter(|s| s.netns == Some(key))
+            .cloned()
+            .collect(),
+        processes: snap.processes.clone(),
+        users: snap.users.clone(),
+        warnings: Vec::new(),
+        zones: snap
+            .zones
+            .iter()
+            .filter(|(k, _)| **k == key)
+            .map(|(k, z)| (*k, z.clone()))
+            .collect(),
+    }
+}
+
+/// Counters of every zone, read inside each (`None` where a zone cannot be reached).
+fn zone_counters(targets: &[ZoneTarget], root: &Path) -> Vec<Option<CounterSet>> {
+    targets
+        .iter()
+        .map(|t| {
+            in_zone(t, root, sockstat::sys::counters::read)
+                .ok()
+                .and_then(|(r, _)| r.ok())
+                .map(|r| r.set)
+        })
+        .collect()
+}
+
+/// `ports -z ZONE` / `ports -Z`: the sockets of the selected zones in one gathering (the
+/// listing's zone machinery), then each zone analysed with its own sysctls and counters, read
+/// from a thread in that zone.
+fn run_zones(
+    args: &PortsArgs,
+    zones: &ZoneArgs,
+    targets: &[ZoneTarget],
+    discovery_warnings: Vec<sockstat::Warning>,
+    root: &Path,
+    json: bool,
+    opts: &render::Options,
+) -> anyhow::Result<ExitCode> {
+    let mut gather = args.gather_query();
+    gather.zones = match &zones.zone {
+        Some(spec) => ZoneSelect::Named(spec.clone()),
+        None => ZoneSelect::All,
+    };
+    let filter = args.filter_query();
+    let take = |counters: bool| -> anyhow::Result<(Snapshot, Vec<Option<CounterSet>>)> {
+        let snap = sockstat::collect(&gather).context("listing TCP sockets")?;
+        let sets = if counters {
+            zone_counters(targets, root)
+        } else {
+            vec![None; targets.len()]
+        };
+        Ok((snap, sets))
+    };
+    let (first, (last, last_counters), interval_s) = match args.interval {
+        None => (None, take(false)?, None),
+        Some(s) => {
+            let start = Instant::now();
+            let a = take(true)?;
+            std::thread::sleep(Duration::from_secs_f64(s));
+            let b = take(true)?;
+            (Some(a), b, Some(start.elapsed().as_secs_f64()))
+        }
+    };
+    let (mut unreadable, mut skipped) = (Vec::new(), Vec::new());
+    let mut reports: Vec<PortsReport> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let read = in_zone(t, root, |p| {
+            (
+                sockstat::sys::sysctl::read_port_sysctls(p),
+                sockstat::sys::counters::read_time_wait_total(p),
+            )
+        });
+        let ((sysctls, time_wait_total), reach) = match read {
+            Ok(v) => v,
+            Err(why) => {
+                skipped.push(format!("zone {}: {why}", t.zone.name));
+                continue;
+            }
+        };
+        if let Reach::Member(pid, why) = &reach {
+            unreadable.push(format!(
+                "zone {}: {why}; counters from /proc/{pid}/net",
+                t.zone.name
+            ));
+        }
+        let now = zone_snapshot(&last, t.key);
+        let earlier = first.as_ref().map(|(s, _)| zone_snapshot(s, t.key));
+        let counters = match (&first, &last_counters[i]) {
+            (Some((_, a)), Some(b)) => a[i].as_ref().map(|a| (a, b)),
+            _ => None,
+        };
+        let mut report = ports::analyze(&PortsInput {
+            snapshot: &now,
+            earlier: earlier.as_ref(),
+            interval_s,
+            sysctls: &sysctls,
+            counters,
+            time_wait_total,
+            filter: Some(&filter),
+        });
+        if reach != Reach::Joined {
+            report.warnings.push(ports::Finding {
+                code: "zone-sysctls-unreadable",
+                level: ports::Level::Info,
+                message: format!(
+                    "the sysctls of zone {} cannot be read without joining it: the range, \
+                     reuse settings and TIME-WAIT limit shown are the kernel defaults or unknown",
+                    t.zone.name
+                ),
+                advice: Some("run as root to read them".into()),
+                details: vec![],
+            });
+        }
+        report.zone = Some(t.zone.clone());
+        reports.push(report);
+    }
+    let mut warnings = last.warnings.clone();
+    warnings.extend(discovery_warnings);
+    warnings.extend(sysctls_unreadable_warning(
+        unreadable,
+        "the port range, reuse settings and TIME-WAIT limit",
+    ));
+    warnings.extend(zones_skipped_warning(skipped, "port reports"));
+    warnings.dedup();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let single = !zones.all_zones && reports.len() == 1;
+    if json {
+        let findings: Vec<ports::Finding> =
+            warnings.iter().map(ports::finding_from_warning).collect();
+        if single {
+            let mut r = reports.remove(0);
+            r.warnings.extend(findings);
+            render::ports::write_json(&r, opts, &mut out)?;
+        } else {
+            render::ports::write_zones_json(&reports, &findings, &mut out)?;
+        }
+        out.flush()?;
+    } else {
+        render::ports::write_zones_table(&reports, opts, &mut out)?;
+        out.flush()?;
+        print_warnings(&warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 use sockstat_wire::snmp;
 
 use crate::model::Warning;
+use crate::zone::Zone;
 
 /// One counter's identity: its group (`Tcp`, `TcpExt`, `Ip6`, ...) and name (`ListenOverflows`).
 ///
@@ -1119,6 +1120,9 @@ pub fn describe(group: &str, name: &str) -> Option<&'static Meaning> {
 /// One line of a counters report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterRow {
+    /// The zone (network namespace) the counter belongs to; present with `-z`/`-Z`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<Zone>,
     /// Group (`TcpExt`).
     pub group: String,
     /// Name (`ListenOverflows`).
@@ -1162,6 +1166,7 @@ pub struct CounterReport {
 fn row(name: &CounterName, value: Option<i64>, change: Option<Change>) -> CounterRow {
     let meaning = describe(&name.group, &name.name);
     CounterRow {
+        zone: None,
         group: name.group.clone(),
         name: name.name.clone(),
         value,
@@ -1233,6 +1238,30 @@ pub fn deltas(
         });
     }
     report
+}
+
+/// One report from the reports of several zones (`-Z`): each zone's rows, in the order given
+/// (each zone sorted as [`finish`] sorts), tagged with their zone; warnings named after their
+/// zone; `hidden_zero` summed. The interval is the first report's.
+pub fn merge_zones(reports: Vec<(Zone, CounterReport)>) -> CounterReport {
+    let mut out = CounterReport {
+        interval_s: reports.first().and_then(|(_, r)| r.interval_s),
+        counters: Vec::new(),
+        hidden_zero: 0,
+        warnings: Vec::new(),
+    };
+    for (zone, r) in reports {
+        out.hidden_zero += r.hidden_zero;
+        out.warnings.extend(r.warnings.into_iter().map(|mut w| {
+            w.message = format!("zone {}: {}", zone.name, w.message);
+            w
+        }));
+        out.counters.extend(r.counters.into_iter().map(|mut c| {
+            c.zone = Some(zone.clone());
+            c
+        }));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -1433,5 +1462,39 @@ mod tests {
                 a.name
             );
         }
+    }
+
+    #[test]
+    fn zones_merge_in_order_with_their_names() {
+        use crate::zone::ZoneKind;
+        let zone = |name: &str, kind| Zone {
+            name: name.into(),
+            kind,
+            netns_inode: Some(7),
+            container_id: None,
+            runtime: None,
+            pod: None,
+        };
+        let a = CounterSet::from_values([("Tcp", "OutRsts", 10), ("Tcp", "InSegs", 5)]);
+        let b = CounterSet::from_values([("Tcp", "OutRsts", 4), ("Tcp", "InSegs", 5)]);
+        let host = deltas(&a, &a, 1.5, false);
+        let web = deltas(&a, &b, 1.6, false);
+        let m = merge_zones(vec![
+            (zone("global", ZoneKind::Global), host),
+            (zone("web", ZoneKind::Netns), web),
+        ]);
+        assert_eq!(m.interval_s, Some(1.5));
+        assert_eq!(m.hidden_zero, 3);
+        assert_eq!(m.counters.len(), 1);
+        assert_eq!(m.counters[0].zone.as_ref().unwrap().name, "web");
+        assert!(m.counters[0].reset);
+        assert!(
+            m.warnings[0].message.starts_with("zone web: "),
+            "{:?}",
+            m.warnings
+        );
+        let v = serde_json::to_value(&m.counters[0]).unwrap();
+        assert_eq!(v["zone"]["name"], "web");
+        assert_eq!(v["zone"]["kind"], "netns");
     }
 }

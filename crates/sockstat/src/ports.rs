@@ -15,6 +15,7 @@ use crate::counters::CounterSet;
 use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning};
 use crate::query::{PortSet, Query};
 use crate::sys::sysctl::PortSysctls;
+use crate::zone::Zone;
 
 /// How long a TIME-WAIT entry lasts: `TCP_TIMEWAIT_LEN`, 60 s, fixed in the kernel
 /// (`include/net/tcp.h`); `tcp_fin_timeout` does not shorten it.
@@ -282,6 +283,9 @@ pub struct PortsReport {
     pub server_counters: Vec<CounterDelta>,
     /// Findings, most serious first.
     pub warnings: Vec<Finding>,
+    /// The zone (network namespace) analysed, with `-z`/`-Z`; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<Zone>,
 }
 
 /// What the analysis reads.
@@ -575,6 +579,7 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
         servers: server_list,
         server_counters,
         warnings: Vec::new(),
+        zone: None,
     };
     report.warnings = findings(&report);
     report

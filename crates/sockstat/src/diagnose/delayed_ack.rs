@@ -75,6 +75,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let conn = conn_text(flow.after);
     let who = owner_text(flow);
     Some(Finding {
+        zone: None,
         rule: RuleId::DelayedAck,
         severity: Severity::Warning,
         socket: Some(flow.socket_ref()),

@@ -106,6 +106,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                     input.counter_delta("TcpExt", "TWRecycled"),
                 );
             out.push(Finding {
+                zone: None,
                 rule: RuleId::EphemeralPorts,
                 severity,
                 socket: None,
@@ -145,6 +146,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         ev.int("time_wait_overflow_delta", d)
             .int("tcp_max_tw_buckets", s.tcp_max_tw_buckets);
         out.push(Finding {
+            zone: None,
             rule: RuleId::EphemeralPorts,
             severity: Severity::Warning,
             socket: None,

@@ -62,6 +62,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("listen_drops_delta", drops)
             .int("tcp_syncookies", input.ctx.sysctls.tcp_syncookies);
         out.push(Finding {
+            zone: None,
             rule: RuleId::ListenOverflow,
             severity: if counted {
                 Severity::Critical
@@ -102,6 +103,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("listen_drops_delta", drops)
             .int("somaxconn", somaxconn);
         out.push(Finding {
+            zone: None,
             rule: RuleId::ListenOverflow,
             severity: Severity::Warning,
             socket: None,
@@ -131,6 +133,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("syncookies_sent_delta", cookies)
             .int("tcp_syncookies", input.ctx.sysctls.tcp_syncookies);
         out.push(Finding {
+            zone: None,
             rule: RuleId::ListenOverflow,
             severity: Severity::Warning,
             socket: None,

@@ -94,6 +94,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         _ => "TCP entered memory pressure during the interval".into(),
     };
     vec![Finding {
+        zone: None,
         rule: RuleId::MemoryPressure,
         severity,
         socket: None,

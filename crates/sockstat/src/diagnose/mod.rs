@@ -373,6 +373,9 @@ pub struct Finding {
     pub evidence: Evidence,
     /// The concrete change.
     pub advice: String,
+    /// The zone (network namespace) it was found in, with `-z`/`-Z`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<crate::zone::Zone>,
 }
 
 /// What a diagnosis returns: the findings, most severe first, and what could not be seen.
@@ -857,6 +860,7 @@ mod tests {
     #[test]
     fn findings_sort_by_severity_first() {
         let mk = |rule, severity| Finding {
+            zone: None,
             rule,
             severity,
             socket: None,

@@ -46,6 +46,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             input.ctx.sysctls.tcp_rmem.map(|r| r[1]),
         );
         out.push(Finding {
+            zone: None,
             rule: RuleId::ReceiveBufferLocked,
             severity: Severity::Warning,
             socket: None,
@@ -171,6 +172,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         _ => String::new(),
     };
     Some(Finding {
+        zone: None,
         rule: RuleId::ReceiveBufferLocked,
         severity: cap_severity(ceiling, r_us, ctx),
         socket: Some(flow.socket_ref()),

@@ -182,6 +182,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         ),
     };
     Some(Finding {
+        zone: None,
         rule,
         severity: cap_severity(ceiling, r_us, ctx),
         socket: Some(flow.socket_ref()),
@@ -199,6 +200,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
         ev.int("tcp_window_scaling", 0u64)
             .int("max_window_bytes", u64::from(MAX_UNSCALED_WINDOW));
         out.push(Finding {
+            zone: None,
             rule: RuleId::WindowScalingMissing,
             severity: Severity::Warning,
             socket: None,
@@ -239,6 +241,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .text("flow", conn.clone())
                 .int("advised_tcp_rmem_max_bytes", target);
             out.push(Finding {
+                zone: None,
                 rule: RuleId::ReceiveWindowLimited,
                 severity: Severity::Warning,
                 socket: None,
@@ -263,6 +266,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .text("flow", conn.clone())
                 .int("advised_rmem_max_bytes", target);
             out.push(Finding {
+                zone: None,
                 rule: RuleId::ReceiveWindowLimited,
                 severity: Severity::Info,
                 socket: None,

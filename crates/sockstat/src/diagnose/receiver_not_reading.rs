@@ -83,6 +83,7 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             .to_string()
     };
     Some(Finding {
+        zone: None,
         rule: RuleId::ReceiverNotReading,
         severity: if unanswered {
             Severity::Critical
@@ -146,6 +147,7 @@ fn receiver_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         None => "the process holding it (not visible with these privileges)".into(),
     };
     Some(Finding {
+        zone: None,
         rule: RuleId::ReceiverNotReading,
         severity: if dropping {
             Severity::Critical

@@ -256,6 +256,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         ),
     };
     Some(Finding {
+        zone: None,
         rule: RuleId::SendBufferLimited,
         severity: cap_severity(ceiling, r_us, ctx),
         socket: Some(flow.socket_ref()),
@@ -298,6 +299,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .text("flow", conn.clone())
                 .int("advised_tcp_wmem_max_bytes", target);
             out.push(Finding {
+                zone: None,
                 rule: RuleId::SendBufferLimited,
                 severity: Severity::Warning,
                 socket: None,
@@ -322,6 +324,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .text("flow", conn.clone())
                 .int("advised_wmem_max_bytes", target);
             out.push(Finding {
+                zone: None,
                 rule: RuleId::SendBufferLimited,
                 severity: Severity::Info,
                 socket: None,

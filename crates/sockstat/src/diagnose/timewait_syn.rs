@@ -61,6 +61,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             input.counter_delta("TcpExt", "TCPSynRetrans"),
         );
     vec![Finding {
+        zone: None,
         rule: RuleId::TimewaitSynRejected,
         severity: Severity::Warning,
         socket: None,

@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 
+use super::sanitize::for_terminal;
 use super::Options;
 use crate::counters::CounterReport;
 
@@ -15,7 +16,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
-/// Writes the table: a title line (unless `-q`), a header, then one counter per line.
+/// Writes the table: a title line (unless `-q`), a header, then one counter per line; with
+/// `opts.zone` (`-Z`), a ZONE column first.
 pub fn write_table(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     let amount_title = if r.interval_s.is_some() {
         "DELTA"
@@ -35,6 +37,29 @@ pub fn write_table(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io
             None => "reset".to_string(),
         })
         .collect();
+    let zones: Vec<String> = r
+        .counters
+        .iter()
+        .map(|c| {
+            c.zone.as_ref().map_or_else(
+                || "-".to_string(),
+                |z| for_terminal(z.name.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let zw = zones
+        .iter()
+        .map(|z| z.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let zone_cell = |z: &str| {
+        if opts.zone {
+            format!("{z:<zw$}  ")
+        } else {
+            String::new()
+        }
+    };
     let nw = names.iter().map(String::len).max().unwrap_or(0).max(7);
     let aw = amounts
         .iter()
@@ -57,12 +82,19 @@ pub fn write_table(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io
                 "TCP/IP counters since boot (or since the network namespace was created), smallest first{hidden}"
             )?,
         }
-        writeln!(out, "! {:<nw$}  {:>aw$}  MEANING", "COUNTER", amount_title)?;
+        writeln!(
+            out,
+            "! {}{:<nw$}  {:>aw$}  MEANING",
+            zone_cell("ZONE"),
+            "COUNTER",
+            amount_title
+        )?;
     }
-    for ((c, name), amount) in r.counters.iter().zip(&names).zip(&amounts) {
+    for (((c, name), amount), zone) in r.counters.iter().zip(&names).zip(&amounts).zip(&zones) {
         let mark = if c.trouble { "!" } else { " " };
         let meaning = c.meaning.unwrap_or("");
-        let line = format!("{mark} {name:<nw$}  {amount:>aw$}  {meaning}");
+        let zone = zone_cell(zone);
+        let line = format!("{mark} {zone}{name:<nw$}  {amount:>aw$}  {meaning}");
         let moved = c.reset || c.amount().is_some_and(|n| n != 0);
         if opts.color && c.trouble && moved {
             writeln!(out, "{RED}{}{RESET}", line.trim_end())?;
@@ -74,7 +106,7 @@ pub fn write_table(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io
 }
 
 /// Writes `{"version":1,"interval_s":...,"counters":[...],"hidden_zero":N,"warnings":[...]}`,
-/// one counter per line.
+/// one counter per line (doc/counters.schema.json); with zones each counter has a `"zone"`.
 pub fn write_json(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     write!(out, "{{\"version\":{SCHEMA_VERSION},\"interval_s\":")?;
     serde_json::to_writer(&mut *out, &r.interval_s)?;

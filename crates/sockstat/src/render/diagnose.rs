@@ -45,16 +45,23 @@ fn socket_json(s: &SocketRef) -> Value {
     })
 }
 
-/// One finding as its JSON object.
+/// One finding as its JSON object (with `"zone"` when zones were read).
 pub fn finding_json(f: &Finding) -> Value {
-    json!({
+    let mut v = json!({
         "rule": f.rule.id(),
         "severity": f.severity.name(),
         "socket": f.socket.as_ref().map(socket_json),
         "summary": f.summary,
         "evidence": serde_json::to_value(&f.evidence).unwrap_or(Value::Null),
         "advice": f.advice,
-    })
+    });
+    if let (Some(z), Value::Object(m)) = (&f.zone, &mut v) {
+        m.insert(
+            "zone".into(),
+            serde_json::to_value(z).unwrap_or(Value::Null),
+        );
+    }
+    v
 }
 
 /// Writes the report as one JSON document.
@@ -136,6 +143,10 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
             }
             None => "host".into(),
         };
+        let target = match &f.zone {
+            Some(z) => format!("[zone {}] {target}", clean(&z.name)),
+            None => target,
+        };
         writeln!(
             out,
             "{} {}  {}",
@@ -183,6 +194,7 @@ mod tests {
             .text("cause", "set-by-application");
         Report {
             findings: vec![Finding {
+                zone: None,
                 rule: RuleId::SendBufferLimited,
                 severity: Severity::Critical,
                 socket: Some(SocketRef {

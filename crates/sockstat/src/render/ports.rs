@@ -3,8 +3,9 @@
 
 use std::io::{self, Write};
 
+use super::sanitize::for_terminal;
 use super::Options;
-use crate::ports::{endpoint_text, Level, PortsReport, TimeLeft, TIME_WAIT_S};
+use crate::ports::{endpoint_text, Finding, Level, PortsReport, TimeLeft, TIME_WAIT_S};
 
 /// Version of the ports JSON document.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -58,6 +59,14 @@ fn columns(out: &mut dyn Write, rows: &[Vec<String>], right: &[bool]) -> io::Res
 /// findings with their advice.
 pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     let g = &r.range;
+    if let Some(z) = &r.zone {
+        writeln!(
+            out,
+            "Zone {} ({})",
+            for_terminal(z.name.as_bytes()),
+            z.kind.name()
+        )?;
+    }
     if opts.header {
         writeln!(
             out,
@@ -255,6 +264,46 @@ pub fn write_json(r: &PortsReport, _opts: &Options, out: &mut dyn Write) -> io::
     out.write_all(b"\n")
 }
 
+/// Writes one report per zone (`-Z`), each under its `Zone NAME (kind)` line, a blank line
+/// between them.
+pub fn write_zones_table(
+    reports: &[PortsReport],
+    opts: &Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for (i, r) in reports.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        write_table(r, opts, out)?;
+    }
+    Ok(())
+}
+
+/// Writes the `-Z` document: `{"version":1,"zones":[<one report per zone, each with its
+/// "zone">],"warnings":[<what the gathering could not see>]}`.
+pub fn write_zones_json(
+    reports: &[PortsReport],
+    warnings: &[Finding],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        version: u32,
+        zones: &'a [PortsReport],
+        warnings: &'a [Finding],
+    }
+    serde_json::to_writer(
+        &mut *out,
+        &Doc {
+            version: SCHEMA_VERSION,
+            zones: reports,
+            warnings,
+        },
+    )?;
+    out.write_all(b"\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +378,38 @@ mod tests {
         assert_eq!(v["destinations"][0]["time_wait_left"]["max_ms"], 59_500);
         assert!(v["servers"].as_array().unwrap().is_empty());
         assert_eq!(v["warnings"][0]["code"], "ephemeral-ports-critical");
+        assert!(v.get("zone").is_none());
+    }
+
+    #[test]
+    fn zones_table_and_json() {
+        use crate::zone::{Zone, ZoneKind};
+        let mut a = report();
+        a.zone = Some(Zone {
+            name: "web\x1b[2J".into(),
+            kind: ZoneKind::Netns,
+            netns_inode: Some(4026532000),
+            container_id: None,
+            runtime: None,
+            pod: None,
+        });
+        let mut b = a.clone();
+        b.zone.as_mut().unwrap().name = "db".into();
+        let mut out = Vec::new();
+        write_zones_table(&[a.clone(), b.clone()], &Options::new(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('\x1b'), "{text:?}");
+        assert!(
+            text.starts_with("Zone web\\x1b[2J (netns)\nEphemeral ports 40000-40009"),
+            "{text}"
+        );
+        assert!(text.contains("\n\nZone db (netns)\n"), "{text}");
+        let mut out = Vec::new();
+        write_zones_json(&[a, b], &[], &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["zones"][1]["zone"]["name"], "db");
+        assert_eq!(v["zones"][1]["range"]["usable"], 10);
+        assert!(v["warnings"].as_array().unwrap().is_empty());
     }
 }

@@ -1,9 +1,9 @@
-//! Reading the counter files of the caller's network namespace: `<proc_root>/net/snmp`,
-//! `net/netstat`, `net/snmp6`, and the TIME-WAIT total of `net/sockstat`. Parsing is in
+//! Reading the counter files of one network namespace: `snmp`, `netstat`, `snmp6`, and the
+//! TIME-WAIT total of `sockstat`, from the directory [`ProcPaths::net`] names. Parsing is in
 //! [`crate::counters`]; this module only reads.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::counters::CounterSet;
 use crate::error::Error;
@@ -18,6 +18,49 @@ pub struct CounterRead {
     pub warnings: Vec<Warning>,
 }
 
+/// Where one network namespace's counter files and sysctls are read from.
+///
+/// `/proc/net` is the namespace of the thread-group leader and `/proc/sys/net` that of the
+/// reading thread (research/kernel.md §3.5), so a thread that joined another namespace reads
+/// its counters through `/proc/thread-self/net` and its sysctls through `/proc/sys` read from
+/// that thread. Without the privilege to join, `/proc/PID/net` of a member process still gives
+/// the counters (readable by anyone, kernel.md §1.8), but no path gives the sysctls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcPaths {
+    /// The directory with `snmp`, `netstat`, `snmp6` and `sockstat`.
+    pub net: PathBuf,
+    /// The sysctl tree (`/proc/sys`); `None` when this namespace's sysctls cannot be read.
+    pub sys: Option<PathBuf>,
+}
+
+impl ProcPaths {
+    /// The namespace sockstat runs in: `<proc_root>/net` and `<proc_root>/sys` (a fake
+    /// `--proc-root` works the same way).
+    pub fn new(proc_root: &Path) -> ProcPaths {
+        ProcPaths {
+            net: proc_root.join("net"),
+            sys: Some(proc_root.join("sys")),
+        }
+    }
+
+    /// The namespace of the calling thread, for a thread that joined another namespace with
+    /// `setns`: `<proc_root>/thread-self/net`, and `<proc_root>/sys` (read from that thread).
+    pub fn thread(proc_root: &Path) -> ProcPaths {
+        ProcPaths {
+            net: proc_root.join("thread-self/net"),
+            sys: Some(proc_root.join("sys")),
+        }
+    }
+
+    /// The namespace of process `pid`, read from outside it: its counters only.
+    pub fn member(proc_root: &Path, pid: u32) -> ProcPaths {
+        ProcPaths {
+            net: proc_root.join(format!("{pid}/net")),
+            sys: None,
+        }
+    }
+}
+
 fn read_optional(path: &Path) -> Result<Option<String>, Error> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
@@ -30,13 +73,13 @@ fn read_optional(path: &Path) -> Result<Option<String>, Error> {
 
 /// Reads every counter. `/proc/net/snmp` is required; `netstat` and `snmp6` may be absent
 /// (a warning says so).
-pub fn read(proc_root: &Path) -> Result<CounterRead, Error> {
-    let net = proc_root.join("net");
+pub fn read(paths: &ProcPaths) -> Result<CounterRead, Error> {
+    let net = &paths.net;
     let snmp = read_optional(&net.join("snmp"))?.ok_or_else(|| Error::Proc {
         message: format!(
-            "cannot read {}: no such file (is {} a proc filesystem?)",
+            "cannot read {}: no such file (is {} in a proc filesystem?)",
             net.join("snmp").display(),
-            proc_root.display()
+            net.display()
         ),
     })?;
     let netstat = read_optional(&net.join("netstat"))?;
@@ -73,10 +116,10 @@ pub fn read(proc_root: &Path) -> Result<CounterRead, Error> {
     Ok(CounterRead { set, warnings })
 }
 
-/// The netns-wide TIME-WAIT count: `tw` on the `TCP:` line of `<proc_root>/net/sockstat`
+/// The netns-wide TIME-WAIT count: `tw` on the `TCP:` line of `<net>/sockstat`
 /// (`sockstat_seq_show`, `net/ipv4/proc.c`). `None` when the file or the field is missing.
-pub fn read_time_wait_total(proc_root: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(proc_root.join("net/sockstat")).ok()?;
+pub fn read_time_wait_total(paths: &ProcPaths) -> Option<u64> {
+    let text = std::fs::read_to_string(paths.net.join("sockstat")).ok()?;
     parse_sockstat_tw(&text)
 }
 
@@ -110,18 +153,31 @@ mod tests {
     fn reads_a_fake_proc_and_warns_about_missing_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("net")).unwrap();
-        let e = read(dir.path()).unwrap_err();
+        let paths = ProcPaths::new(dir.path());
+        let e = read(&paths).unwrap_err();
         assert!(e.to_string().contains("net/snmp"), "{e}");
         std::fs::write(
             dir.path().join("net/snmp"),
             "Tcp: ActiveOpens OutRsts\nTcp: 3 4\n",
         )
         .unwrap();
-        let r = read(dir.path()).unwrap();
+        let r = read(&paths).unwrap();
         assert_eq!(r.set.get("Tcp", "OutRsts"), Some(4));
         assert_eq!(r.warnings.len(), 2);
         std::fs::write(dir.path().join("net/netstat"), "TcpExt: TW\nTcpExt: x\n").unwrap();
-        let e = read(dir.path()).unwrap_err();
+        let e = read(&paths).unwrap_err();
         assert!(e.to_string().contains("/proc/net/netstat"), "{e}");
+    }
+
+    #[test]
+    fn paths_of_a_thread_and_a_member() {
+        let root = Path::new("/proc");
+        assert_eq!(ProcPaths::new(root).net, Path::new("/proc/net"));
+        let t = ProcPaths::thread(root);
+        assert_eq!(t.net, Path::new("/proc/thread-self/net"));
+        assert_eq!(t.sys.as_deref(), Some(Path::new("/proc/sys")));
+        let m = ProcPaths::member(root, 42);
+        assert_eq!(m.net, Path::new("/proc/42/net"));
+        assert!(m.sys.is_none());
     }
 }

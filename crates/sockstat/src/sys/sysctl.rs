@@ -1,12 +1,12 @@
 //! Reading the sysctls the port and TIME-WAIT analysis needs (research/kernel.md §3.5), from
-//! `<proc_root>/sys/net/...` so a fake /proc works in tests. Every value is per network
-//! namespace (that of the reading thread) unless noted. A sysctl this kernel lacks is `None`.
-
-use std::path::Path;
+//! the sysctl tree [`ProcPaths::sys`] names (`/proc/sys`, or a fake one in tests). Every value
+//! is per network namespace (that of the reading thread) unless noted. A sysctl this kernel
+//! lacks, or that cannot be read for this namespace, is `None`.
 
 use serde::Serialize;
 
 use crate::query::PortSet;
+pub use crate::sys::counters::ProcPaths;
 
 /// The TCP port and TIME-WAIT settings of one network namespace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -27,9 +27,9 @@ pub struct PortSysctls {
 }
 
 /// Reads one sysctl (`"net/ipv4/tcp_tw_reuse"`) as trimmed text; `None` when absent or
-/// unreadable.
-pub fn read_text(proc_root: &Path, name: &str) -> Option<String> {
-    std::fs::read_to_string(proc_root.join("sys").join(name))
+/// unreadable, or when `paths` has no sysctl tree.
+pub fn read_text(paths: &ProcPaths, name: &str) -> Option<String> {
+    std::fs::read_to_string(paths.sys.as_ref()?.join(name))
         .ok()
         .map(|s| s.trim().to_string())
 }
@@ -53,13 +53,13 @@ pub fn parse_reserved_ports(text: &str) -> Option<PortSet> {
 }
 
 /// Reads the port and TIME-WAIT sysctls.
-pub fn read_port_sysctls(proc_root: &Path) -> PortSysctls {
-    let num = |name: &str| read_text(proc_root, name).and_then(|t| t.parse::<u64>().ok());
+pub fn read_port_sysctls(paths: &ProcPaths) -> PortSysctls {
+    let num = |name: &str| read_text(paths, name).and_then(|t| t.parse::<u64>().ok());
     PortSysctls {
-        ip_local_port_range: read_text(proc_root, "net/ipv4/ip_local_port_range")
+        ip_local_port_range: read_text(paths, "net/ipv4/ip_local_port_range")
             .as_deref()
             .and_then(parse_port_range),
-        ip_local_reserved_ports: read_text(proc_root, "net/ipv4/ip_local_reserved_ports")
+        ip_local_reserved_ports: read_text(paths, "net/ipv4/ip_local_reserved_ports")
             .as_deref()
             .and_then(parse_reserved_ports),
         tcp_tw_reuse: num("net/ipv4/tcp_tw_reuse").map(|v| v as u32),
@@ -92,12 +92,15 @@ mod tests {
         std::fs::write(v4.join("ip_local_reserved_ports"), "\n").unwrap();
         std::fs::write(v4.join("tcp_tw_reuse"), "2\n").unwrap();
         std::fs::write(v4.join("tcp_max_tw_buckets"), "131072\n").unwrap();
-        let s = read_port_sysctls(dir.path());
+        let s = read_port_sysctls(&ProcPaths::new(dir.path()));
         assert_eq!(s.ip_local_port_range, Some((40000, 40049)));
         assert_eq!(s.ip_local_reserved_ports, Some(PortSet::default()));
         assert_eq!(s.tcp_tw_reuse, Some(2));
         assert_eq!(s.tcp_tw_reuse_delay_ms, None);
         assert_eq!(s.tcp_timestamps, None);
         assert_eq!(s.tcp_max_tw_buckets, Some(131072));
+        // A namespace whose sysctls cannot be read: everything unknown.
+        let m = ProcPaths::member(dir.path(), 1);
+        assert_eq!(read_port_sysctls(&m), PortSysctls::default());
     }
 }
