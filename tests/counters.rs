@@ -282,3 +282,65 @@ fn counters_of_this_host_since_boot() {
     assert!(v["interval_s"].is_null());
     assert!(value(&v, "Tcp", "RtoMin").is_some(), "{v}");
 }
+
+/// `counters -z NS SECONDS` run from the host: both samples are read inside NS, so the refused
+/// connects made there are counted, and the host's own counters do not see them.
+#[test]
+fn counters_zone_counts_refused_connects_inside_it() {
+    const N: i64 = 200;
+    let Some(ns) = Netns::create("counters_zone_counts_refused_connects_inside_it") else {
+        return;
+    };
+    let mut h = ns.helper("counters_helper", &format!("refused {N}"));
+    assert_eq!(h.expect_line(LIMIT), "READY");
+    let spawn = |args: &[&str]| {
+        Command::new(sockstat())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let zone = spawn(&["counters", "-z", &ns.name, "2", "--json"]);
+    let host = spawn(&["counters", "2", "--json"]);
+    let all = spawn(&["counters", "-Z", "2", "--json"]);
+    std::thread::sleep(Duration::from_millis(600));
+    h.send("go");
+    assert_eq!(h.expect_line(LIMIT), format!("DONE refused={N}"));
+    h.finish(LIMIT);
+    let v = counters_json(&wait_output(zone, LIMIT));
+    let fails = delta(&v, "Tcp", "AttemptFails").expect("Tcp.AttemptFails moved");
+    assert!(fails >= N, "AttemptFails +{fails} in the zone");
+    for c in v["counters"].as_array().unwrap() {
+        assert_eq!(c["zone"]["name"], ns.name.as_str(), "{c}");
+    }
+    let h = counters_json(&wait_output(host, LIMIT));
+    let host_fails = delta(&h, "Tcp", "AttemptFails").unwrap_or(0);
+    assert!(
+        host_fails < N,
+        "the host's AttemptFails moved by {host_fails}: the zone's connects leaked into it"
+    );
+    assert!(h["counters"][0].get("zone").is_none());
+    // -Z: one row per zone and counter, this zone's with the refusals.
+    let a = counters_json(&wait_output(all, LIMIT));
+    let row = a["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["zone"]["name"] == ns.name.as_str() && c["name"] == "AttemptFails")
+        .unwrap_or_else(|| panic!("{a}"));
+    assert!(row["delta"].as_i64().unwrap() >= N, "{row}");
+
+    // The table of -Z has a ZONE column.
+    let out = Command::new(sockstat())
+        .args(["counters", "-Z", "0.2", "--all"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("! ZONE "),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.contains(&ns.name)), "{text}");
+}

@@ -339,3 +339,83 @@ fn ports_reads_sysctls_from_a_fake_proc() {
     assert_eq!(v["settings"]["tcp_tw_reuse"], 1);
     assert!(v["settings"]["tcp_timestamps"].is_null());
 }
+
+/// `ports -z NS` from the host reads NS's sockets with NS's sysctls (the port range is per
+/// namespace), not the host's; `-Z` reports every zone on its own.
+#[test]
+fn ports_zone_reports_that_zones_range() {
+    let Some(ns) = Netns::create("ports_zone_reports_that_zones_range") else {
+        return;
+    };
+    ns.sysctl("net.ipv4.ip_local_port_range", "40000 40049");
+    ns.sysctl("net.ipv4.tcp_tw_reuse", "0");
+    let (connections, _) = exhaust(&ns);
+    assert_eq!(connections, 50);
+
+    let run = |args: &[&str]| {
+        std::process::Command::new(sockstat())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let v = ports_json(&run(&["ports", "-z", &ns.name, "--json"]));
+    assert_eq!(v["zone"]["name"], ns.name.as_str(), "{v}");
+    assert_eq!(v["zone"]["kind"], "netns");
+    assert_eq!(v["range"]["low"], 40000, "{v}");
+    assert_eq!(v["range"]["high"], 40049);
+    assert_eq!(v["range"]["from_sysctl"], true);
+    assert_eq!(v["settings"]["tcp_tw_reuse"], 0);
+    assert_eq!(v["destinations"][0]["count"], 50, "{v}");
+    assert_eq!(v["warnings"][0]["code"], "ephemeral-ports-critical");
+
+    // The host's own report: its range, none of NS's sockets, no zone.
+    let host = ports_json(&run(&["ports", "--json"]));
+    assert!(host.get("zone").is_none());
+    let host_range = (host["range"]["low"].clone(), host["range"]["high"].clone());
+    assert_ne!(host_range, (40000.into(), 40049.into()), "{host}");
+    assert!(
+        !host["destinations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["count"] == 50 && d["remote_port"] == SERVER_PORT),
+        "{host}"
+    );
+
+    // Every zone, each with its own range.
+    let all = ports_json(&run(&["ports", "-Z", "--json"]));
+    let zones = all["zones"].as_array().unwrap();
+    let mine = zones
+        .iter()
+        .find(|z| z["zone"]["name"] == ns.name.as_str())
+        .unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(mine["range"]["low"], 40000);
+    assert_eq!(mine["destinations"][0]["count"], 50);
+    let global = zones
+        .iter()
+        .find(|z| z["zone"]["kind"] == "global")
+        .unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(
+        (
+            global["range"]["low"].clone(),
+            global["range"]["high"].clone()
+        ),
+        host_range
+    );
+
+    // The table names the zone above its report.
+    let out = run(&["ports", "-z", &ns.name]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "Zone {} (netns)\nEphemeral ports 40000-40049: 50 usable",
+            ns.name
+        )),
+        "{text}"
+    );
+    // An unknown zone is bad usage.
+    let out = run(&["ports", "-z", "no-such-zone-here"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown zone 'no-such-zone-here'"));
+}
