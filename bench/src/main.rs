@@ -190,6 +190,40 @@ fn outer(mut o: Opts) -> i32 {
             );
         }
     }
+    // Measure a private copy: others may rebuild target/release/sockstat during a long run.
+    if let Some(s) = o.sockstat.clone() {
+        if s.is_file() && !o.check_only {
+            let copy = o.out.join("sockstat");
+            if std::fs::copy(&s, &copy).is_ok() {
+                o.sockstat = Some(copy);
+            }
+        }
+    }
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(workspace_root())
+            .args(args)
+            .output()
+            .ok()
+            .map(|x| String::from_utf8_lossy(&x.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    if !o.check_only {
+        let version = o
+            .sockstat
+            .as_ref()
+            .and_then(|s| Command::new(s).arg("--version").output().ok())
+            .map(|x| String::from_utf8_lossy(&x.stdout).trim().to_string())
+            .unwrap_or_default();
+        let meta = serde_json::json!({
+            "git": git(&["rev-parse", "--short", "HEAD"]),
+            "git_dirty": !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty(),
+            "sockstat_version": version,
+            "started_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        });
+        let _ = std::fs::write(o.out.join("run.json"), meta.to_string());
+    }
     if let Some(s) = &o.sockstat {
         if !tools::sockstat_works(s) {
             eprintln!(

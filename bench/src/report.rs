@@ -681,24 +681,20 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
         "* nproc: {nproc}; CPU: {cpu}; {}; kernel {kernel}",
         mem.split_whitespace().collect::<Vec<_>>().join(" ")
     );
+    let meta: Value = std::fs::read_to_string(o.out.join("run.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
     let _ = writeln!(
         md,
-        "* sockstat: {} (git {})",
-        env.sockstat
-            .as_ref()
-            .map(|p| first_line(&sh(&p.display().to_string(), &["--version"])))
-            .unwrap_or("not measured".into()),
-        first_line(&sh(
-            "git",
-            &[
-                "-C",
-                &crate::workspace_root().display().to_string(),
-                "rev-parse",
-                "--short",
-                "HEAD"
-            ]
-        ))
+        "* sockstat: {}, built from the work tree at git {}{} when the run started (the runner measures a copy of that binary)",
+        meta["sockstat_version"].as_str().filter(|s| !s.is_empty()).unwrap_or("not measured"),
+        meta["git"].as_str().unwrap_or("?"),
+        if meta["git_dirty"].as_bool() == Some(true) { ", with uncommitted changes" } else { "" }
     );
+    if let Some(note) = meta["note"].as_str() {
+        let _ = writeln!(md, "* this run: {note}");
+    }
     let _ = writeln!(md, "* {}", first_line(&sh("ss", &["-V"])));
     let _ = writeln!(md, "* {}", first_line(&sh("netstat", &["-V"])));
     let lsofv = sh("lsof", &["-v"]);

@@ -22,7 +22,8 @@
 //! P workers. Every child sets PR_SET_PDEATHSIG; the coordinator cleans up on
 //! SIGTERM/SIGINT/SIGHUP, when its own parent dies (PR_SET_PDEATHSIG(SIGTERM)) and after
 //! `--max-seconds`. When the table is built it prints one line `READY ...` on stdout.
-//! `--truth FILE` writes the expected counts (per category and per pid) as JSON.
+//! `--truth FILE` writes the expected counts (per category and per pid) as JSON
+//! (`--truth -`: one JSON line on stdout, just before the READY line).
 
 use std::ffi::CString;
 use std::fmt::Write as _;
@@ -769,7 +770,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: sockgen -n SOCKETS -p PROCS [--truth FILE] [--dir DIR] [--seed S] \
+        "usage: sockgen -n SOCKETS -p PROCS [--truth FILE|-] [--dir DIR] [--seed S] \
          [--tw-period SECS (0 = no trickle)] [--max-seconds S]"
     );
     std::process::exit(2)
@@ -1070,7 +1071,9 @@ fn main() {
     let build_s = t_start.elapsed().as_secs_f64();
 
     let truth = truth_json(&plan, &c.pids, cpid, build_s, args.tw_period);
-    if let Some(path) = &args.truth {
+    if args.truth.as_deref() == Some("-") {
+        print!("{truth}");
+    } else if let Some(path) = &args.truth {
         let tmp = format!("{path}.tmp");
         if std::fs::write(&tmp, &truth)
             .and_then(|_| std::fs::rename(&tmp, path))
