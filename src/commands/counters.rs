@@ -197,7 +197,7 @@ pub fn zones_skipped_warning(skipped: Vec<String>, what: &str) -> Option<Warning
         code: "zones-not-read",
         count: Some(skipped.len() as u64),
         message: format!(
-            "{} zones could not be read, so their {what} are missing (-v for why)",
+            "{} zones could not be read: {what} (-v for why)",
             skipped.len()
         ),
         details: skipped,
@@ -359,7 +359,7 @@ fn zones_report(
     let mut report = counters::merge_zones(reports);
     report
         .warnings
-        .extend(zones_skipped_warning(skipped, "counters"));
+        .extend(zones_skipped_warning(skipped, "their counters are missing"));
     Ok(report)
 }
 

@@ -317,7 +317,7 @@ fn run_zones(
         unreadable,
         "the port range, reuse settings and TIME-WAIT limit",
     ));
-    warnings.extend(zones_skipped_warning(skipped, "port reports"));
+    warnings.extend(zones_skipped_warning(skipped, "they have no port report"));
     warnings.dedup();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
