@@ -396,7 +396,7 @@ fn diagnose_zones(
     ));
     report.warnings.extend(zones_skipped_warning(
         skipped,
-        "connections were not judged",
+        "their connections were not judged",
     ));
     (report, lock_errors)
 }
