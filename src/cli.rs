@@ -197,6 +197,10 @@ pub struct OutputArgs {
     /// Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON).
     #[arg(short = 'm', long = "memory", help_heading = "Output")]
     pub memory: bool,
+    /// Show the cgroup each Internet socket was created in (its service or container), from the
+    /// kernel's socket cgroup id: no /proc scan and no privilege needed (CGROUP column).
+    #[arg(long, help_heading = "Output")]
+    pub cgroup: bool,
     /// Print details with every warning.
     #[arg(short = 'v', help_heading = "Output")]
     pub verbose: bool,

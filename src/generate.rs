@@ -154,6 +154,7 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
             ("PROTO", "tcp4, tcp6, udp4, udp6, udplite4, raw4, mptcp4, ... for Internet sockets; stream, dgram, seqpac for unix sockets; packet, pkt_dg for AF_PACKET."),
             ("LOCAL ADDRESS", "address:port, IPv6 in brackets ([::1]:25), * for the unspecified address or port; a unix socket's path, @name for an abstract name, * when unnamed."),
             ("FOREIGN ADDRESS", "The remote end; *:* when there is none. For a connected unix socket: the peer's path when it is bound, else [pid fd] of the peer's holder, else [inode N]."),
+            ("CGROUP (--cgroup)", "The cgroup-v2 path of the cgroup the socket was created in (its service or container), from the kernel's socket cgroup id: ? when no cgroup2 hierarchy names it, - for sockets without one (unix, TIME_WAIT)."),
             ("STATE (-s)", "The kernel state: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING, and UNCONN for unconnected datagram and unix sockets."),
             ("ID (-i)", "The socket inode (the N of socket:[N] in /proc/PID/fd); - for TIME_WAIT and request sockets."),
             ("RTT, MINRTT (-T)", "Smoothed RTT/variation and the windowed minimum RTT."),

@@ -134,6 +134,7 @@ pub fn render_options(o: &OutputArgs) -> Options {
     r.tcp = o.tcp_info;
     r.congestion = o.congestion;
     r.memory = o.memory;
+    r.cgroup = o.cgroup;
     r
 }
 
@@ -152,6 +153,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     query.tcp_info = o.tcp_info;
     query.congestion = o.congestion;
     query.memory = o.memory;
+    query.cgroups = o.cgroup;
     let snap = sockstat::collect(&query)?;
     let mut opts = render_options(o);
     opts.zone = cli.filters.all_zones;

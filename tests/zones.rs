@@ -523,3 +523,97 @@ fn container_runtimes_name_their_zones() {
         drop(rt);
     }
 }
+
+/// `--cgroup` names the cgroup a socket was created in, from the kernel's socket cgroup id,
+/// with no /proc scan: the test mounts a cgroup2 hierarchy of its own, makes a cgroup, and starts
+/// the holder inside it (the socket's cgroup is captured when the socket is created).
+#[test]
+fn cgroup_column_names_the_socket_cgroup() {
+    require_root!();
+    let mnt = std::env::temp_dir().join(unique("cg2"));
+    std::fs::create_dir_all(&mnt).unwrap();
+    if !sh(&["mount", "-t", "cgroup2", "none", &mnt.to_string_lossy()]) {
+        let _ = std::fs::remove_dir(&mnt);
+        eprintln!("SKIPPED: cannot mount a cgroup2 hierarchy here");
+        return;
+    }
+    struct Cleanup(PathBuf, PathBuf, Option<Holder>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            drop(self.2.take());
+            let _ = std::fs::remove_dir(&self.1);
+            sh(&["umount", &self.0.to_string_lossy()]);
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let name = unique("svc");
+    let cg = mnt.join(format!("{name}.service"));
+    std::fs::create_dir(&cg).unwrap();
+    let mut guard = Cleanup(mnt.clone(), cg.clone(), None);
+    let port = free_port();
+    // The holder moves itself into the cgroup before it creates its socket.
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > '{}/cgroup.procs' && exec \"$0\" \"$@\"",
+            cg.display()
+        ))
+        .arg(&exe)
+        .args([
+            "--exact",
+            "zone_holder_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("ZONE_HOLDER", port.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let mut pid = 0;
+    for line in BufReader::new(out).lines() {
+        if let Some((_, p)) = line.unwrap().split_once("READY ") {
+            pid = p.trim().parse().unwrap();
+            break;
+        }
+    }
+    assert!(pid > 0, "holder did not start");
+    guard.2 = Some(Holder { child, pid });
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&cg).unwrap().ino()
+    };
+    let p = port.to_string();
+    let v = json(&["--cgroup", "--no-owners", "-l", "-4", "-p", &p, "--json"]);
+    let s = &v["sockets"][0];
+    assert_eq!(s["cgroup"]["id"], inode, "{v}");
+    assert_eq!(s["cgroup"]["path"], format!("/{name}.service"), "{v}");
+    assert_eq!(s["owners_status"], "not_requested");
+    let (code, out, _) = sockstat(&["--cgroup", "--no-owners", "-l", "-4", "-p", &p]);
+    assert_eq!(code, 0);
+    assert!(out.lines().next().unwrap().contains("CGROUP"), "{out}");
+    assert!(out.contains(&format!("/{name}.service")), "{out}");
+    // Unprivileged too: the cgroup id comes with every socket, for any user.
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            SOCKSTAT,
+        ])
+        .args(["--cgroup", "--no-owners", "-l", "-4", "-p", &p, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["sockets"][0]["cgroup"]["path"],
+        format!("/{name}.service"),
+        "{v}"
+    );
+}

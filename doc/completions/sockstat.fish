@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_sockstat_global_optspecs
-    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory v summary json csv color= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
+    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory cgroup v summary json csv color= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
 end
 
 function __fish_sockstat_needs_command
@@ -63,6 +63,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s i -d 'Show the socket
 complete -c sockstat -n "__fish_sockstat_needs_command" -s T -l tcp-info -d 'TCP internals: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer\'s window or our send buffer ("tcp" object in JSON)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s C -d 'Show the congestion control algorithm (CC column)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s m -l memory -d 'Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l cgroup -d 'Show the cgroup each Internet socket was created in (its service or container), from the kernel\'s socket cgroup id: no /proc scan and no privilege needed (CGROUP column)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'

@@ -57,6 +57,7 @@ fish\:"Fish completion"))' \
 '-C[Show the congestion control algorithm (CC column)]' \
 '-m[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
 '--memory[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
+'--cgroup[Show the cgroup each Internet socket was created in (its service or container), from the kernel'\''s socket cgroup id\: no /proc scan and no privilege needed (CGROUP column)]' \
 '-v[Print details with every warning]' \
 '--summary[Counts by protocol, family and state instead of rows]' \
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \

@@ -13,7 +13,7 @@ pub enum Command {
     /// Kernel TCP/IP counters as deltas over an interval, with their meanings.
     ///
     /// The counters of /proc/net/snmp, /proc/net/netstat and /proc/net/snmp6 (of the network
-    /// namespace sockstat runs in), paired by name, each with a one-line meaning. With SECONDS:
+    /// namespace sockstat runs in, or of the zones -z/-Z select), paired by name, each with a one-line meaning. With SECONDS:
     /// the deltas over that interval; without: the values since boot (or since the namespace was
     /// created). Sorted smallest first, so the biggest movers end just above the prompt. A '!'
     /// marks counters whose rise signals trouble (drops, overflows, timeouts, PAWS rejects). A

@@ -199,6 +199,7 @@ pub fn zone_snapshot(snap: &Snapshot, key: u64) -> Snapshot {
         processes: snap.processes.clone(),
         users: snap.users.clone(),
         warnings: Vec::new(),
+        cgroups: snap.cgroups.clone(),
         zones: snap
             .zones
             .iter()

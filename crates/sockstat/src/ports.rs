@@ -843,6 +843,7 @@ pub(crate) mod tests {
             netns: None,
             tcp: None,
             memory: None,
+            cgroup_id: None,
         }
     }
 

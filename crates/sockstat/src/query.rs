@@ -336,6 +336,8 @@ pub struct Query {
     pub memory: bool,
     /// Which network namespaces to read.
     pub zones: ZoneSelect,
+    /// Name each inet socket's cgroup (`--cgroup`): no /proc scan, no privilege.
+    pub cgroups: bool,
 }
 
 impl Default for Query {
@@ -363,6 +365,7 @@ impl Default for Query {
             congestion: false,
             memory: false,
             zones: ZoneSelect::Current,
+            cgroups: false,
         }
     }
 }

@@ -264,6 +264,7 @@ impl TcpBuilder {
                 bbr: None,
             })),
             memory: self.memory,
+            cgroup_id: None,
         }
     }
 }

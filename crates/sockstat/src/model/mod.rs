@@ -492,6 +492,10 @@ pub struct Socket {
     /// Socket memory, when asked for (`-m`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<tcp::Memory>,
+    /// cgroup-v2 id of the socket (`INET_DIAG_CGROUP_ID`, 5.8+): the cgroup of the process that
+    /// created it; see [`Snapshot::cgroups`] for its path. Inet sockets only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_id: Option<u64>,
 }
 
 impl Socket {
@@ -574,6 +578,8 @@ pub struct Snapshot {
     pub users: HashMap<u32, Option<String>>,
     /// What could not be seen.
     pub warnings: Vec<Warning>,
+    /// cgroup paths by id, filled when asked for (`--cgroup`) and a cgroup2 hierarchy is mounted.
+    pub cgroups: HashMap<u64, String>,
     /// The zones (network namespaces) read, by the key found in `Socket::netns`; empty unless
     /// zones were asked for (`-Z`, `-z`).
     pub zones: std::collections::BTreeMap<u64, crate::zone::Zone>,

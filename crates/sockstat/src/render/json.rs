@@ -148,6 +148,14 @@ struct JsonSocket<'a> {
     tcp: Option<&'a TcpDetails>,
     #[serde(skip_serializing_if = "Option::is_none")]
     memory: Option<&'a Memory>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cgroup: Option<JsonCgroup<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonCgroup<'a> {
+    id: u64,
+    path: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -238,6 +246,10 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
         }),
         tcp: s.tcp.as_deref().filter(|_| opts.tcp || opts.congestion),
         memory: s.memory.as_ref().filter(|_| opts.memory),
+        cgroup: s.cgroup_id.filter(|_| opts.cgroup).map(|id| JsonCgroup {
+            id,
+            path: snap.cgroups.get(&id).map(String::as_str),
+        }),
     }
 }
 

@@ -44,6 +44,8 @@ pub struct Options {
     pub zone: bool,
     /// Process columns (COMMAND, PID, FD); off with `--no-owners`, when nothing was looked up.
     pub owners: bool,
+    /// CGROUP column / `"cgroup"` in JSON (`--cgroup`).
+    pub cgroup: bool,
 }
 
 impl Options {

@@ -30,6 +30,7 @@ enum Col {
     Proto,
     Local,
     Foreign,
+    Cgroup,
     State,
     Id,
     Rtt,
@@ -61,6 +62,7 @@ impl Col {
             Col::Proto => "PROTO",
             Col::Local => "LOCAL ADDRESS",
             Col::Foreign => "FOREIGN ADDRESS",
+            Col::Cgroup => "CGROUP",
             Col::State => "STATE",
             Col::Id => "ID",
             Col::Rtt => "RTT",
@@ -87,7 +89,7 @@ impl Col {
             Col::User => Some(CAP_USER),
             Col::Zone => Some(CAP_COMMAND),
             Col::Command => Some(CAP_COMMAND),
-            Col::Local | Col::Foreign => Some(CAP_ADDRESS),
+            Col::Local | Col::Foreign | Col::Cgroup => Some(CAP_ADDRESS),
             Col::Args => Some(CAP_ARGS),
             _ => None,
         }
@@ -126,6 +128,9 @@ fn columns(opts: &Options) -> Vec<Col> {
         c.extend([Col::Command, Col::Pid, Col::Fd]);
     }
     c.extend([Col::Proto, Col::Local, Col::Foreign]);
+    if opts.cgroup {
+        c.push(Col::Cgroup);
+    }
     if opts.state {
         c.push(Col::State);
     }
@@ -362,6 +367,11 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                 Col::Local => write_endpoint(&mut cell, Some(&s.local), &holders),
                 Col::Foreign => write_endpoint(&mut cell, s.remote.as_ref(), &holders),
                 Col::State => cell.push_str(&s.state.name()),
+                Col::Cgroup => match s.cgroup_id.map(|id| snap.cgroups.get(&id)) {
+                    Some(Some(path)) => cell.push_str(&sanitize::for_terminal(path.as_bytes())),
+                    Some(None) => cell.push('?'),
+                    None => cell.push('-'),
+                },
                 Col::Id => match s.id {
                     Some(id) => {
                         let _ = write!(cell, "{id}");

@@ -426,6 +426,7 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
             _ => None,
         },
         memory: m.attrs.skmeminfo.map(Memory::from),
+        cgroup_id: m.attrs.cgroup_id,
     }
 }
 
@@ -454,6 +455,7 @@ pub(crate) fn socket_from_unix(m: &unix_diag::UnixDiagMsg<'_>) -> Socket {
         netns: None,
         tcp: None,
         memory: m.meminfo.map(Memory::from),
+        cgroup_id: None,
     }
 }
 
@@ -480,6 +482,7 @@ pub(crate) fn socket_from_packet(m: &packet_diag::PacketDiagMsg) -> Socket {
         netns: None,
         tcp: None,
         memory: None,
+        cgroup_id: None,
     }
 }
 
@@ -618,6 +621,7 @@ fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -
             netns: None,
             tcp: None,
             memory: None,
+            cgroup_id: None,
         });
     }
     bad
@@ -668,6 +672,7 @@ fn read_proc_unix(text: &[u8], g: &mut Gathered) -> usize {
             netns: None,
             tcp: None,
             memory: None,
+            cgroup_id: None,
         });
     }
     bad
@@ -705,6 +710,7 @@ fn read_proc_packet(text: &[u8], g: &mut Gathered) -> usize {
             netns: None,
             tcp: None,
             memory: None,
+            cgroup_id: None,
         });
     }
     bad

@@ -2,6 +2,7 @@
 //! concurrently, then are joined into a [`Snapshot`]. Nothing here renders.
 
 pub mod buflock;
+pub mod cgroup;
 pub mod counters;
 pub mod dump;
 pub mod netlink;
@@ -111,8 +112,53 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
             .map(|uid| (uid, users::name_of(uid)))
             .collect::<HashMap<_, _>>();
     }
+    if q.cgroups {
+        name_cgroups(q, &sockets, &mut snap);
+    }
     snap.sockets = sockets;
     Ok(snap)
+}
+
+/// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.
+fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
+    let mountinfo = std::fs::read_to_string(q.proc_root.join("self/mountinfo")).unwrap_or_default();
+    let Some(mount) = cgroup::cgroup2_mount(&mountinfo) else {
+        snap.warnings.push(Warning {
+            code: "cgroup2-unmounted",
+            count: None,
+            message: "no cgroup2 hierarchy is mounted here, so sockets' cgroups cannot be named \
+                      (the CGROUP column shows ?); mount one (mount -t cgroup2 none /sys/fs/cgroup) \
+                      or use the owner columns"
+                .into(),
+            details: vec![],
+        });
+        return;
+    };
+    let wanted: HashSet<u64> = sockets.iter().filter_map(|s| s.cgroup_id).collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let all = cgroup::id_paths(&mount);
+    let mut missing = 0;
+    for id in wanted {
+        match all.get(&id) {
+            Some(p) => {
+                snap.cgroups.insert(id, p.clone());
+            }
+            None => missing += 1,
+        }
+    }
+    if missing > 0 {
+        snap.warnings.push(Warning {
+            code: "cgroup-unknown",
+            count: Some(missing),
+            message: format!(
+                "{missing} cgroup ids of sockets have no directory under {} (removed since the socket was made, or in another cgroup namespace)",
+                mount.display()
+            ),
+            details: vec![],
+        });
+    }
 }
 
 /// Gathers the sockets of the zones the query selects, each tagged with its zone key.
