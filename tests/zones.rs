@@ -488,6 +488,45 @@ fn container_runtimes_name_their_zones() {
         drop(rt);
     }
 
+    // Podman, rootful with netavark: the namespace at /run/netns/netns-<uuid>, the container in
+    // /machine.slice/libpod-<id>.scope (podman docs, "cgroup_manager = systemd"), its name in
+    // containers/storage's overlay-containers/containers.json. Only when that file does not exist
+    // already: a real Podman's file is never touched.
+    let storage = PathBuf::from("/var/lib/containers/storage/overlay-containers/containers.json");
+    if storage.exists() {
+        eprintln!(
+            "SKIPPED (podman layout): {} exists on this host",
+            storage.display()
+        );
+    } else {
+        let id = hex_id(seed ^ 0x77);
+        let uuid = format!("{:08x}-aaaa-bbbb-cccc-{:012x}", seed, seed);
+        let nsname = format!("netns-{uuid}");
+        assert!(sh(&["ip", "netns", "add", &nsname]));
+        let ns = Netns(nsname);
+        sh(&["ip", "-n", &ns.0, "link", "set", "lo", "up"]);
+        let h = Holder::start(Some(&ns.0), port);
+        let pid = h.pid;
+        let mut rt = Runtime {
+            cgroup: move_into_cgroup(&format!("/machine.slice/libpod-{id}.scope"), pid),
+            holder: h,
+            files: vec![],
+            dirs: vec![],
+            mount: None,
+        };
+        write_file(
+            &storage,
+            &format!(r#"[{{"id":"{id}","names":["api-{seed}"]}}]"#),
+            &mut rt,
+        );
+        let v = json(&["-z", &format!("api-{seed}"), "-l", "-p", &p, "--json"]);
+        let z = &v["sockets"][0]["zone"];
+        assert_eq!(z["kind"], "podman", "{v}");
+        assert_eq!(z["container_id"], id.as_str());
+        assert_eq!(v["sockets"][0]["owners"][0]["pid"], pid);
+        drop(rt);
+    }
+
     // systemd-nspawn / machined: /machine.slice/machine-<name>.scope (systemd.special(7),
     // machine-<name>.scope units created by machined).
     {
