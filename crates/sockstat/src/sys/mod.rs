@@ -14,7 +14,7 @@ pub mod users;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::Error;
-use crate::model::{OwnersStatus, Snapshot, Socket, Warning};
+use crate::model::{Endpoint, OwnersStatus, Proto, Snapshot, Socket, Warning};
 use crate::query::{Query, Source, ZoneSelect};
 
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
@@ -345,33 +345,186 @@ fn order_ties_by_owner(sockets: &mut [Socket]) {
     }
 }
 
+/// The part of the output order that fits in integers: zone rank, protocol, family, and for
+/// inet sockets both addresses and ports (`IpAddr` order: every IPv4 before IPv6). Unix and
+/// packet names fall back to comparing the endpoints themselves.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct SortKey {
+    zone: u32,
+    proto: Proto,
+    family: crate::model::Family,
+    local: (u8, u128, u16),
+    remote: (u8, u128, u16),
+}
+
+fn inet_key(ep: Option<&Endpoint>) -> (u8, u128, u16) {
+    match ep {
+        None => (0, 0, 0),
+        Some(Endpoint::Inet {
+            addr: std::net::IpAddr::V4(a),
+            port,
+        }) => (1, u128::from(u32::from(*a)), *port),
+        Some(Endpoint::Inet {
+            addr: std::net::IpAddr::V6(a),
+            port,
+        }) => (2, u128::from(*a), *port),
+        Some(_) => (3, 0, 0),
+    }
+}
+
 /// Output order: zone (global first, then by name), protocol, family, local address and port,
 /// remote address and port, then the first holder's pid and fd, then identity (so the order is
-/// total and stable). Sorts indices, then moves each socket once: cheaper than swapping
-/// ~200-byte records during the sort.
+/// total and stable). Integer keys are computed once per socket; only unix and packet names are
+/// compared as endpoints. Sorts indices, then moves each socket once.
 pub fn sort_sockets(
     sockets: &mut Vec<Socket>,
     zones: &std::collections::BTreeMap<u64, crate::zone::Zone>,
 ) {
-    let zone_key = |s: &Socket| {
-        s.netns
-            .and_then(|k| zones.get(&k))
-            .map(|z| (z.kind != crate::zone::ZoneKind::Global, z.name.as_str()))
-    };
-    let key = |s: &Socket| (zone_key(s), s.netns, s.proto, s.family);
+    // Rank zones as they are shown: global first, then by name.
+    let mut ranked: Vec<(&u64, &crate::zone::Zone)> = zones.iter().collect();
+    ranked.sort_by(|a, b| {
+        (a.1.kind != crate::zone::ZoneKind::Global, &a.1.name, a.0).cmp(&(
+            b.1.kind != crate::zone::ZoneKind::Global,
+            &b.1.name,
+            b.0,
+        ))
+    });
+    let rank: std::collections::HashMap<u64, u32> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (**k, i as u32 + 1))
+        .collect();
+    let keys: Vec<SortKey> = sockets
+        .iter()
+        .map(|s| {
+            // Only inet endpoints become integers; other names are compared whole below.
+            let (local, remote) = if s.proto.is_inet() {
+                (inet_key(Some(&s.local)), inet_key(s.remote.as_ref()))
+            } else {
+                ((3, 0, 0), (3, 0, 0))
+            };
+            SortKey {
+                zone: s.netns.and_then(|k| rank.get(&k).copied()).unwrap_or(0),
+                proto: s.proto,
+                family: s.family,
+                local,
+                remote,
+            }
+        })
+        .collect();
     let mut order: Vec<u32> = (0..sockets.len() as u32).collect();
     order.sort_unstable_by(|&i, &j| {
         let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
-        key(a).cmp(&key(b)).then_with(|| {
-            (&a.local, &a.remote, a.owners.first(), a.id, a.cookie).cmp(&(
-                &b.local,
-                &b.remote,
-                b.owners.first(),
-                b.id,
-                b.cookie,
-            ))
+        keys[i as usize].cmp(&keys[j as usize]).then_with(|| {
+            let names = || (&a.local, &a.remote).cmp(&(&b.local, &b.remote));
+            let by_name = if a.proto.is_inet() {
+                std::cmp::Ordering::Equal
+            } else {
+                names()
+            };
+            by_name.then_with(|| {
+                (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
+            })
         })
     });
     let mut slots: Vec<Option<Socket>> = std::mem::take(sockets).into_iter().map(Some).collect();
     sockets.extend(order.into_iter().filter_map(|i| slots[i as usize].take()));
+}
+
+#[cfg(test)]
+mod sort_tests {
+    use super::*;
+    use crate::model::{Family, RawString, SockType, State, UnixName};
+
+    fn sock(
+        proto: Proto,
+        family: Family,
+        local: Endpoint,
+        remote: Option<Endpoint>,
+        id: u64,
+    ) -> Socket {
+        Socket {
+            id: Some(id),
+            cookie: Some(id),
+            proto,
+            family,
+            sock_type: SockType::Stream,
+            state: State::Established,
+            local,
+            remote,
+            recv_q: 0,
+            send_q: 0,
+            uid: None,
+            owners_status: OwnersStatus::None,
+            owners: Vec::new(),
+            timer: None,
+            netns: None,
+            tcp: None,
+            memory: None,
+            cgroup_id: None,
+        }
+    }
+
+    fn inet(a: &str, port: u16) -> Endpoint {
+        Endpoint::Inet {
+            addr: a.parse().unwrap(),
+            port,
+        }
+    }
+
+    /// The integer keys must order exactly as comparing the fields themselves does.
+    #[test]
+    fn keyed_sort_equals_the_plain_comparison() {
+        let mut v = Vec::new();
+        let addrs = [
+            "127.0.0.1",
+            "10.0.0.2",
+            "0.0.0.0",
+            "::1",
+            "2001:db8::1",
+            "::ffff:127.0.0.1",
+            "::",
+        ];
+        let mut id = 1;
+        for (i, a) in addrs.iter().enumerate() {
+            for b in [None, Some(addrs[(i + 3) % addrs.len()])] {
+                for port in [0u16, 80, 65535] {
+                    let fam = if a.contains(':') {
+                        Family::Inet6
+                    } else {
+                        Family::Inet
+                    };
+                    for proto in [Proto::Tcp, Proto::Udp] {
+                        v.push(sock(proto, fam, inet(a, port), b.map(|x| inet(x, 443)), id));
+                        id += 1;
+                    }
+                }
+            }
+        }
+        for name in [None, Some("/run/a"), Some("/run/b")] {
+            for peer in [None, Some(7u64)] {
+                let local =
+                    Endpoint::Unix(name.map(|n| UnixName::Path(RawString::new(n.as_bytes()))));
+                let remote = peer.map(|p| Endpoint::UnixPeer {
+                    peer: p,
+                    name: None,
+                });
+                v.push(sock(Proto::Unix, Family::Unix, local, remote, id));
+                id += 1;
+            }
+        }
+        // A deterministic shuffle.
+        let n = v.len();
+        for i in 0..n {
+            v.swap(i, (i * 7919 + 13) % n);
+        }
+        let mut plain = v.clone();
+        plain.sort_by(|a, b| {
+            (a.proto, a.family, &a.local, &a.remote, a.id)
+                .cmp(&(b.proto, b.family, &b.local, &b.remote, b.id))
+        });
+        sort_sockets(&mut v, &std::collections::BTreeMap::new());
+        let ids = |s: &[Socket]| s.iter().map(|x| x.id).collect::<Vec<_>>();
+        assert_eq!(ids(&v), ids(&plain));
+    }
 }
