@@ -161,10 +161,15 @@ impl<T: Transport> Transport for Recorder<T> {
 
 /// Replays recordings made by [`Recorder`]. A dump that was not recorded fails with ENOENT, as
 /// a missing diag module would.
+///
+/// A dump that is started again (a retry after `NLM_F_DUMP_INTR` or ENOBUFS) replays
+/// `<key>.<n>.nl` on its n-th start when that file exists, `<key>.nl` otherwise, so a recording
+/// can describe a fault that goes away on retry.
 pub struct Replay {
     dir: PathBuf,
     data: Vec<u8>,
     pos: usize,
+    starts: std::collections::HashMap<String, usize>,
 }
 
 impl Replay {
@@ -174,6 +179,7 @@ impl Replay {
             dir: dir.to_path_buf(),
             data: Vec::new(),
             pos: 0,
+            starts: std::collections::HashMap::new(),
         }
     }
 }
@@ -184,8 +190,16 @@ impl Transport for Replay {
     }
 
     fn start(&mut self, key: &str, _request: &[u8]) -> io::Result<()> {
+        let n = self.starts.entry(key.to_string()).or_insert(0);
+        *n += 1;
+        let again = self.dir.join(format!("{key}.{n}.nl"));
+        let path = if *n > 1 && again.exists() {
+            again
+        } else {
+            self.dir.join(format!("{key}.nl"))
+        };
         let mut data = Vec::new();
-        match File::open(self.dir.join(format!("{key}.nl"))) {
+        match File::open(path) {
             Ok(mut f) => {
                 f.read_to_end(&mut data)?;
             }
