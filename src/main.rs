@@ -9,6 +9,7 @@ mod generate;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Parser;
 use sockstat::render::{self, Options};
 use sockstat::{Query, Snapshot, Source};
@@ -158,28 +159,32 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let mut opts = render_options(o);
     opts.zone = cli.filters.all_zones;
     opts.owners = !cli.source.no_owners;
+    write_listing(&snap, &opts, o).context("cannot write the listing to standard output")
+}
+
+fn write_listing(snap: &Snapshot, opts: &Options, o: &OutputArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     if o.json {
         if o.summary {
-            render::summary::write_json(&snap, &opts, &mut out)?;
+            render::summary::write_json(snap, opts, &mut out)?;
         } else {
-            render::json::write(&snap, &opts, &mut out)?;
+            render::json::write(snap, opts, &mut out)?;
         }
     } else {
         if o.csv {
             if o.summary {
-                render::summary::write_csv(&snap, &opts, &mut out)?;
+                render::summary::write_csv(snap, opts, &mut out)?;
             } else {
-                render::csv::write(&snap, &opts, &mut out)?;
+                render::csv::write(snap, opts, &mut out)?;
             }
         } else if o.summary {
-            render::summary::write_table(&snap, &opts, &mut out)?;
+            render::summary::write_table(snap, opts, &mut out)?;
         } else {
-            render::table::write(&snap, &opts, &mut out)?;
+            render::table::write(snap, opts, &mut out)?;
         }
         out.flush()?;
-        print_warnings(&snap, o.verbose);
+        print_warnings(snap, o.verbose);
     }
     out.flush()?;
     Ok(())
