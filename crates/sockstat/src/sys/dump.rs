@@ -578,7 +578,12 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
 
 fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -> usize {
     let text = String::from_utf8_lossy(text);
-    let clk_tck = rustix::param::clock_ticks_per_second().max(1);
+    // USER_HZ: the unit of /proc/net timers (jiffies_delta_to_clock_t).
+    // SAFETY: sysconf has no preconditions.
+    let clk_tck = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|&t| t > 0)
+        .unwrap_or(100);
     let mut bad = 0;
     for entry in proc_net::parse_inet_table(&text) {
         let e = match entry {
