@@ -133,6 +133,113 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
     Ok(out)
 }
 
+/// A `/proc` mounted with `hidepid` that hides other users' processes from this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HidePid {
+    /// Where that proc is mounted.
+    pub mount_point: std::path::PathBuf,
+    /// The option as mounted (`hidepid=2`, `hidepid=invisible`, ...).
+    pub option: String,
+    /// Our effective uid: its own processes stay visible.
+    pub euid: u32,
+}
+
+/// CAP_SYS_PTRACE: with it, hidepid hides nothing (`has_pid_permissions` is a ptrace check).
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// Whether `proc_root` is a proc mount whose `hidepid` option hides (or closes) other users'
+/// processes from us: not when we have CAP_SYS_PTRACE, nor when we are in its `gid=` group.
+pub fn hidepid_hides_others(proc_root: &Path) -> Option<HidePid> {
+    let status = std::fs::read("/proc/self/status")
+        .or_else(|_| std::fs::read(proc_root.join("self/status")))
+        .unwrap_or_default();
+    if cap_eff(&status).is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0) {
+        return None;
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .or_else(|_| std::fs::read_to_string(proc_root.join("self/mountinfo")))
+        .ok()?;
+    let root = std::fs::canonicalize(proc_root).ok()?;
+    let (option, gid) = hidepid_of(&mountinfo, &root)?;
+    if let Some(gid) = gid {
+        let mut groups = rustix::process::getgroups().unwrap_or_default();
+        groups.push(rustix::process::getegid());
+        if groups.iter().any(|g| g.as_raw() == gid) {
+            return None;
+        }
+    }
+    Some(HidePid {
+        mount_point: root,
+        option,
+        euid: rustix::process::geteuid().as_raw(),
+    })
+}
+
+/// The effective capability mask from `/proc/self/status`.
+fn cap_eff(status: &[u8]) -> Option<u64> {
+    let line = status
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"CapEff:"))?;
+    let hex = std::str::from_utf8(&line[7..]).ok()?.trim();
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// The `hidepid` option (when it hides anything) and `gid=` of the proc mount at `mount_point`
+/// (the last one listed there, which is the one on top), from `/proc/self/mountinfo` text.
+pub(crate) fn hidepid_of(mountinfo: &str, mount_point: &Path) -> Option<(String, Option<u32>)> {
+    let want = mount_point.as_os_str().as_encoded_bytes();
+    let mut found = None;
+    for line in mountinfo.lines() {
+        // id parent major:minor root mount-point options [optional...] - fstype source super
+        let mut halves = line.splitn(2, " - ");
+        let (Some(left), Some(right)) = (halves.next(), halves.next()) else {
+            continue;
+        };
+        let left: Vec<&str> = left.split(' ').collect();
+        let right: Vec<&str> = right.split(' ').collect();
+        if left.len() < 6 || right.first() != Some(&"proc") {
+            continue;
+        }
+        if unescape_mount(left[4]) != want {
+            continue;
+        }
+        let opts = right.get(2).copied().unwrap_or("");
+        let mut hide = None;
+        let mut gid = None;
+        for o in opts.split(',').chain(left[5].split(',')) {
+            if let Some(v) = o.strip_prefix("hidepid=") {
+                if !matches!(v, "0" | "off") {
+                    hide = Some(o.to_string());
+                }
+            } else if let Some(v) = o.strip_prefix("gid=") {
+                gid = v.parse().ok();
+            }
+        }
+        found = Some(hide.map(|h| (h, gid)));
+    }
+    found.flatten()
+}
+
+/// Mount points in mountinfo escape space, tab, newline and backslash as `\ooo`.
+fn unescape_mount(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// The numeric entries of /proc: only those are processes (`self`, `thread-self` and the rest
 /// are not).
 pub(crate) fn list_pids(proc_fd: &OwnedFd) -> rustix::io::Result<Vec<u32>> {
@@ -176,7 +283,17 @@ impl Worker<'_> {
             Mode::empty(),
         ) {
             Ok(fd) => fd,
-            // Gone since the listing, or hidden by hidepid: nothing to say about it.
+            // Visible but closed to us (hidepid=1/noaccess): its sockets are hidden, not unowned.
+            Err(Errno::ACCESS | Errno::PERM) => {
+                let uid =
+                    rustix::fs::statat(self.proc_fd, name.as_c_str(), rustix::fs::AtFlags::empty())
+                        .ok()
+                        .map(|st| st.st_uid);
+                self.unreadable.push((pid, uid));
+                return;
+            }
+            // Gone since the listing, or invisible (hidepid=2): nothing to say about it here
+            // (`hidepid_hides_others` accounts for the invisible ones).
             Err(_) => return,
         };
         let mut process = Process {
@@ -332,6 +449,28 @@ mod tests {
         assert_eq!(effective_uid(s), Some(0));
         assert_eq!(effective_uid(b"Name:\tx\n"), None);
         assert_eq!(effective_uid(b"Uid:\t5\n"), None);
+    }
+
+    #[test]
+    fn hidepid_from_mountinfo() {
+        let mi = "22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+                  99 22 0:50 / /proc rw,relatime - proc proc rw,hidepid=invisible,gid=4\n\
+                  100 27 0:51 / /tmp/my\\040proc rw - proc proc rw,hidepid=2\n\
+                  101 27 0:52 / /tmp/open rw - proc proc rw,hidepid=0\n";
+        assert_eq!(
+            hidepid_of(mi, Path::new("/proc")),
+            Some(("hidepid=invisible".into(), Some(4)))
+        );
+        assert_eq!(
+            hidepid_of(mi, Path::new("/tmp/my proc")),
+            Some(("hidepid=2".into(), None))
+        );
+        assert_eq!(hidepid_of(mi, Path::new("/tmp/open")), None);
+        assert_eq!(hidepid_of(mi, Path::new("/elsewhere")), None);
+        assert_eq!(
+            cap_eff(b"Name:\tx\nCapEff:\t0000000000080000\n"),
+            Some(1 << 19)
+        );
     }
 
     #[test]
