@@ -216,6 +216,25 @@ pub struct OutputArgs {
     /// When to use colour.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, help_heading = "Output")]
     pub color: ColorWhen,
+    /// Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop);
+    /// otherwise successive listings, each after a '=== TIME ===' line (JSON: one document per
+    /// line; with -T, one line per TCP connection per refresh).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        num_args = 0..=1,
+        default_missing_value = "2",
+        value_parser = crate::watch::parse_interval,
+        help_heading = "Watch"
+    )]
+    pub watch: Option<f64>,
+    /// Watch for sockets that open and close: one line each ('+' opened, '-' closed, with the
+    /// holders), or JSON lines with --json. Implies --watch.
+    #[arg(long, conflicts_with_all = ["summary", "csv"], help_heading = "Watch")]
+    pub events: bool,
+    /// Stop after N refreshes (with --events, the first is the baseline). Implies --watch.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Watch")]
+    pub count: Option<u64>,
 }
 
 /// Where the data comes from.

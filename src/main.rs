@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod generate;
+mod watch;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -21,7 +22,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    let watching = cli.output.watch.is_some() || cli.output.events || cli.output.count.is_some();
     let result = match &cli.command {
+        Some(_) if watching => Err(anyhow::anyhow!(
+            "--watch, --events and --count work with the listing, not with subcommands"
+        )),
         Some(cmd) => commands::run(cmd, &cli),
         None => run(&cli).map(|()| ExitCode::SUCCESS),
     };
@@ -155,10 +160,13 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     query.congestion = o.congestion;
     query.memory = o.memory;
     query.cgroups = o.cgroup;
-    let snap = sockstat::collect(&query)?;
     let mut opts = render_options(o);
     opts.zone = cli.filters.all_zones;
     opts.owners = !cli.source.no_owners;
+    if o.watch.is_some() || o.events || o.count.is_some() {
+        return watch::run(&query, &opts, o, &watch::title());
+    }
+    let snap = sockstat::collect(&query)?;
     write_listing(&snap, &opts, o).context("cannot write the listing to standard output")
 }
 

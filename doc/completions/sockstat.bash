@@ -47,7 +47,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -95,6 +95,14 @@ _sockstat() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --source)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_sockstat_global_optspecs
-    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory cgroup v summary json csv color= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
+    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory cgroup v summary json csv color= watch= events count= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
 end
 
 function __fish_sockstat_needs_command
@@ -36,6 +36,8 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l command -d 'Only sock
 complete -c sockstat -n "__fish_sockstat_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_needs_command" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh)' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
@@ -68,6 +70,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s v -d 'Print details w
 complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l csv -d 'CSV with a header row'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l events -d 'Watch for sockets that open and close: one line each (\'+\' opened, \'-\' closed, with the holders), or JSON lines with --json. Implies --watch'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'

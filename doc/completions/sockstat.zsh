@@ -28,6 +28,8 @@ _sockstat() {
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
@@ -62,6 +64,7 @@ fish\:"Fish completion"))' \
 '--summary[Counts by protocol, family and state instead of rows]' \
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
 '--csv[CSV with a header row]' \
+'(--summary --csv)--events[Watch for sockets that open and close\: one line each ('\''+'\'' opened, '\''-'\'' closed, with the holders), or JSON lines with --json. Implies --watch]' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
 '-h[Print help]' \
 '--help[Print help]' \

@@ -1,0 +1,270 @@
+//! `sockstat --watch`, `--events`, `--count` against real sockets held by sockholder (this test
+//! binary re-executes itself as the holder, as tests/it does), piped and on a pseudo-terminal.
+
+#[path = "it/common.rs"]
+#[allow(unused_imports, unused_macros)]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{run_on_pty, sockstat, validate, Holder};
+use serde_json::{json, Value};
+
+#[used]
+#[link_section = ".init_array"]
+static HOLDER_CTOR: extern "C" fn() = holder_ctor;
+
+extern "C" fn holder_ctor() {
+    sockstat_testkit::holder::run_if_requested();
+}
+
+/// Starts sockstat with `args`, then calls `during` while it runs, then returns its stdout
+/// lines and exit status (the run must end by itself, through --count, within 30 s).
+fn run_while(args: &[&str], during: impl FnOnce()) -> (Vec<String>, Option<i32>, String) {
+    let mut c = sockstat(args).command();
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn sockstat");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let lines: Vec<String> = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .collect();
+        let _ = tx.send(lines);
+    });
+    during();
+    let lines = rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("sockstat {args:?} did not stop within 30 s");
+        });
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (lines, out.status.code(), stderr)
+}
+
+/// A listener that lives only between refreshes: opened after the baseline (the first
+/// refresh), closed a second later, before the run ends.
+fn short_lived_listener() -> impl FnOnce() -> (u16, u32, i32) {
+    || {
+        std::thread::sleep(Duration::from_millis(1200));
+        let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+        let sock = h.item(0).sock();
+        let found = (sock.port(), h.pid(), sock.fd());
+        std::thread::sleep(Duration::from_millis(1200));
+        drop(h);
+        found
+    }
+}
+
+#[test]
+fn events_show_a_listener_opening_and_closing_with_its_owner() {
+    let mut seen = None;
+    let listener = short_lived_listener();
+    let (lines, code, stderr) = run_while(
+        &[
+            "--events", "--watch", "0.2", "--count", "25", "-P", "tcp", "-l",
+        ],
+        || seen = Some(listener()),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (port, pid, fd) = seen.unwrap();
+    let tail = format!("tcp4 127.0.0.1:{port} *:* LISTEN sockholder[{pid}] fd {fd}");
+    let opened = lines.iter().position(|l| *l == format!("+ {tail}"));
+    let closed = lines.iter().position(|l| *l == format!("- {tail}"));
+    assert!(
+        matches!((opened, closed), (Some(o), Some(c)) if o < c),
+        "want '+ {tail}' then '- {tail}' in:\n{}",
+        lines.join("\n")
+    );
+    for l in &lines {
+        assert!(l.starts_with("+ ") || l.starts_with("- "), "{l:?}");
+    }
+}
+
+#[test]
+fn json_events_carry_the_listing_socket_object() {
+    let mut seen = None;
+    let listener = short_lived_listener();
+    let (lines, code, stderr) = run_while(
+        &[
+            "--events", "--json", "--watch", "0.2", "--count", "25", "-P", "tcp", "-l",
+        ],
+        || seen = Some(listener()),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (port, pid, fd) = seen.unwrap();
+    let events: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let mut kinds = Vec::new();
+    for e in &events {
+        assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+        // The socket object is the listing's: it validates as one.
+        validate(&json!({"version": 1, "sockets": [e["socket"]], "warnings": []}));
+        if e["socket"]["local"]["port"] == port {
+            assert_eq!(e["socket"]["owners"][0]["pid"], pid, "{e}");
+            assert_eq!(e["socket"]["owners"][0]["fd"], fd, "{e}");
+            assert_eq!(e["socket"]["owners"][0]["command"], "sockholder", "{e}");
+            assert!(e["socket"]["cookie"].is_string(), "{e}");
+            kinds.push(e["event"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(kinds, ["open", "close"], "{}", lines.join("\n"));
+}
+
+#[test]
+fn piped_watch_prints_successive_snapshots() {
+    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+    let port = h.item(0).sock().port().to_string();
+    let out = sockstat(&["--watch", "0.2", "--count", "2", "-l", "-p", &port]).ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let stamps: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("=== ") && lines[i].ends_with("Z ==="))
+        .collect();
+    assert_eq!(stamps.len(), 2, "{}", out.stdout);
+    assert_eq!(stamps[0], 0, "{}", out.stdout);
+    for &i in &stamps {
+        assert!(lines[i + 1].starts_with("USER "), "{}", out.stdout);
+        assert!(
+            lines[i + 2].contains(&format!("127.0.0.1:{port}")),
+            "{}",
+            out.stdout
+        );
+    }
+    assert_eq!(lines.len(), 6, "{}", out.stdout);
+    assert!(!out.stdout.contains('\x1b'), "no escapes when piped");
+}
+
+#[test]
+fn json_watch_prints_one_document_per_line() {
+    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+    let port = h.item(0).sock().port();
+    let out = sockstat(&["--watch", "0.1", "--count", "3", "--json", "-l"])
+        .arg("-p")
+        .arg(port.to_string())
+        .ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    for l in lines {
+        let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        validate(&v);
+        assert_eq!(v["sockets"][0]["local"]["port"], port);
+    }
+}
+
+#[test]
+fn tcp_info_watch_is_a_time_series_per_connection() {
+    let h = Holder::spawn(&["tcp4-pair:127.0.0.1"]);
+    let port = h.item(0).role("listener").port().to_string();
+    let out = sockstat(&[
+        "-T", "--json", "--watch", "0.1", "--count", "2", "-P", "tcp",
+    ])
+    .args(&["-p", &port, "--pid", &h.pid().to_string()])
+    .ok();
+    let samples: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    // Client and server, twice; the listener is not a connection.
+    assert_eq!(samples.len(), 4, "{}", out.stdout);
+    let mut cookies = std::collections::BTreeSet::new();
+    for s in &samples {
+        assert!(s["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{s}");
+        assert_eq!(s["state"], "ESTABLISHED", "{s}");
+        for k in [
+            "rtt_us",
+            "cwnd_pkts",
+            "snd_wnd_bytes",
+            "bytes_acked",
+            "unacked_pkts",
+        ] {
+            assert!(s[k].is_u64(), "{k} missing in {s}");
+        }
+        assert_eq!(s["local"]["address"], "127.0.0.1", "{s}");
+        assert_eq!(s["remote"]["address"], "127.0.0.1", "{s}");
+        assert_eq!(s["owners"][0]["pid"], h.pid(), "{s}");
+        cookies.insert(s["cookie"].as_str().expect("cookie").to_string());
+    }
+    assert_eq!(cookies.len(), 2, "the same two connections each time");
+    assert_ne!(samples[0]["time"], samples[2]["time"]);
+}
+
+#[test]
+fn on_a_terminal_the_screen_is_redrawn_and_restored() {
+    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+    let port = h.item(0).sock().port().to_string();
+    let (code, raw) = run_on_pty(sockstat(&[
+        "--watch", "0.1", "--count", "2", "-l", "-p", &port,
+    ]));
+    assert_eq!(code, Some(0));
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
+    assert!(
+        text.trim_end().ends_with("\x1b[?25h\x1b[?1049l"),
+        "{text:?}"
+    );
+    assert_eq!(text.matches("\x1b[H").count(), 2, "{text:?}");
+    assert_eq!(text.matches("Every 0.1s: sockstat --watch").count(), 2);
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text:?}");
+}
+
+#[test]
+fn ctrl_c_restores_the_terminal_and_exits_0() {
+    // timeout(1) sends SIGINT after a second; --preserve-status passes sockstat's status on.
+    let (code, raw) = run_on_pty(sockstat(&["--watch", "0.2", "-l", "-P", "tcp"]).prefix(&[
+        "timeout",
+        "--preserve-status",
+        "-s",
+        "INT",
+        "1",
+    ]));
+    assert_eq!(code, Some(0));
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
+    assert!(
+        text.trim_end().ends_with("\x1b[?25h\x1b[?1049l"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn sigterm_ends_a_piped_watch_cleanly() {
+    let t0 = Instant::now();
+    let out = sockstat(&["--watch", "0.2", "-l", "-P", "tcp"])
+        .prefix(&["timeout", "--preserve-status", "-s", "TERM", "1"])
+        .ok();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(out.stdout.starts_with("=== "), "{}", out.stdout);
+}
+
+#[test]
+fn bad_watch_input_is_one_line_and_status_2() {
+    for (args, want) in [
+        (
+            &["--watch", "0"][..],
+            "'0' is not a watch interval: give seconds above 0 and at most 86400 (e.g. 2 or 0.5)",
+        ),
+        (&["--count", "0", "--watch"][..], "--count"),
+        (&["--events", "--summary"][..], "--summary"),
+        (
+            &["--watch", "1", "ports"][..],
+            "--watch, --events and --count work with the listing, not with subcommands",
+        ),
+    ] {
+        let out = sockstat(args).run().no_panic();
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+    }
+}
