@@ -1,0 +1,545 @@
+//! Issue 7 item 3: sockstat under churn. Processes open and close sockets, fork and exit at a
+//! high, bounded rate while sockstat runs again and again; every run must succeed, list every
+//! long-lived socket with its true holder, and never attribute a socket to a process that did
+//! not hold it.
+//!
+//! To make pid reuse happen during the scans (kernel.md §5.1), everything runs in a pid namespace
+//! of its own (`unshare --pid --fork --mount-proc --kill-child`) whose `pid_max` (per namespace
+//! since Linux 6.14) is set to 400: pids then cycle through 301..399, and the churn reuses each of
+//! them every ~100 forks, many times per sockstat run. Inside, this test binary runs as the
+//! namespace's init (`churn_driver`, entered from an ELF constructor when `HARDENING_CHURN` is
+//! set): it forks a long-lived holder, a churner, then runs sockstat `RUNS` times. Every process
+//! appends what it holds to a truth log, with CLOCK_MONOTONIC times taken so that each logged
+//! interval contains the real one: `open` carries a time read before `socket()` (or before the
+//! `fork()` that inherited it), `close` a time read after `close()`, `exit` a time read after
+//! `waitpid()` returned. The check: every (pid, fd, inode) a run reports was held by that pid at
+//! some moment of [run start, run end].
+//!
+//! Bounded: at most `MAX_FORKS` forks per churner (`CHURNERS` of them) and `CHURN_SECS` seconds
+//! of churn, `RUNS` runs of sockstat
+//! with a 10 s limit each, and a 60 s limit on the whole namespace, which dies with the test
+//! (`--kill-child`, and a Drop guard that kills `unshare`).
+
+#[path = "it/common.rs"]
+#[allow(unused_imports, unused_macros)]
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
+use std::os::fd::RawFd;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const RUNS: usize = 20;
+/// Per churner.
+const MAX_FORKS: usize = 3000;
+const CHURN_SECS: u64 = 12;
+const PID_MAX: u32 = 400;
+/// Churning processes running side by side.
+const CHURNERS: usize = 3;
+const ENV: &str = "HARDENING_CHURN";
+
+// ---------------------------------------------------------------------------------------------
+// Inside the namespace
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn getpid() -> u32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::getpid() as u32 }
+}
+
+fn inode(fd: RawFd) -> u64 {
+    // SAFETY: fstat into a zeroed stat buffer.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return 0;
+        }
+        st.st_ino
+    }
+}
+
+/// One line, one `write` on an O_APPEND file: lines of several processes never interleave.
+fn log(fd: RawFd, line: &str) {
+    let b = line.as_bytes();
+    // SAFETY: writing our own buffer to our own fd.
+    unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) };
+}
+
+fn log_open(logfd: RawFd, pid: u32, fd: RawFd, t: u64) {
+    log(logfd, &format!("open {pid} {fd} {} {t}\n", inode(fd)));
+}
+
+/// One socket or a socketpair, by kind; the fds opened.
+fn open_sockets(kind: usize) -> Vec<RawFd> {
+    // SAFETY: plain socket syscalls on fds we own.
+    unsafe {
+        match kind % 3 {
+            0 => {
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+                if fd < 0 {
+                    return vec![];
+                }
+                let mut a: libc::sockaddr_in = std::mem::zeroed();
+                a.sin_family = libc::AF_INET as u16;
+                a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+                libc::bind(
+                    fd,
+                    (&a as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as u32,
+                );
+                libc::listen(fd, 4);
+                vec![fd]
+            }
+            1 => {
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                if fd < 0 {
+                    return vec![];
+                }
+                let mut a: libc::sockaddr_in = std::mem::zeroed();
+                a.sin_family = libc::AF_INET as u16;
+                a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+                libc::bind(
+                    fd,
+                    (&a as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as u32,
+                );
+                vec![fd]
+            }
+            _ => {
+                let mut sv = [0; 2];
+                if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) != 0 {
+                    return vec![];
+                }
+                sv.to_vec()
+            }
+        }
+    }
+}
+
+fn sleep_us(us: u64) {
+    std::thread::sleep(Duration::from_micros(us));
+}
+
+/// The long-lived holder: a TCP listener, a UDP socket and a unix pair, held until the namespace
+/// ends.
+fn long_lived(logfd: RawFd) -> ! {
+    let pid = getpid();
+    for kind in 0..3 {
+        for fd in open_sockets(kind) {
+            log(logfd, &format!("long {pid} {fd} {}\n", inode(fd)));
+        }
+    }
+    log(logfd, "long-ready\n");
+    loop {
+        // SAFETY: pause has no preconditions; the namespace's end kills us.
+        unsafe { libc::pause() };
+    }
+}
+
+/// One short-lived process: opens sockets, maybe forks a child that inherits them, holds them
+/// briefly, closes one, exits.
+fn short_lived(logfd: RawFd, i: usize) -> ! {
+    let pid = getpid();
+    let t0 = now_ns();
+    let fds = open_sockets(i);
+    for &fd in &fds {
+        log_open(logfd, pid, fd, t0);
+    }
+    if i % 4 == 0 {
+        let tf = now_ns();
+        // SAFETY: this process is single-threaded.
+        let c = unsafe { libc::fork() };
+        if c == 0 {
+            let me = getpid();
+            for &fd in &fds {
+                log_open(logfd, me, fd, tf);
+            }
+            sleep_us(300);
+            // SAFETY: leaving the child without running the parent's destructors.
+            unsafe { libc::_exit(0) };
+        }
+        if c > 0 {
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(c, std::ptr::null_mut(), 0) };
+            log(logfd, &format!("exit {c} {}\n", now_ns()));
+        }
+    }
+    sleep_us(500 + (i % 5) as u64 * 400);
+    if let Some(&fd) = fds.first() {
+        let ino = inode(fd);
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(fd) };
+        log(logfd, &format!("close {pid} {fd} {ino} {}\n", now_ns()));
+    }
+    sleep_us(100);
+    // SAFETY: as above.
+    unsafe { libc::_exit(0) }
+}
+
+fn churner(logfd: RawFd) -> ! {
+    let deadline = Instant::now() + Duration::from_secs(CHURN_SECS);
+    let mut forks = 0;
+    while forks < MAX_FORKS && Instant::now() < deadline {
+        // SAFETY: single-threaded process.
+        let c = unsafe { libc::fork() };
+        if c == 0 {
+            short_lived(logfd, forks);
+        }
+        forks += 1;
+        if c > 0 {
+            // SAFETY: our own child.
+            unsafe { libc::waitpid(c, std::ptr::null_mut(), 0) };
+            log(logfd, &format!("exit {c} {}\n", now_ns()));
+        } else {
+            sleep_us(1000);
+        }
+        sleep_us(200);
+    }
+    log(logfd, &format!("churn-done {forks}\n"));
+    loop {
+        // SAFETY: as in long_lived.
+        unsafe { libc::pause() };
+    }
+}
+
+/// The namespace's init: set pid_max, start the holders, run sockstat RUNS times. Never returns.
+fn churn_driver(dir: &Path) -> ! {
+    let pid_max_set = std::fs::write("/proc/sys/kernel/pid_max", PID_MAX.to_string()).is_ok();
+    let sockstat = std::env::var("HARDENING_SOCKSTAT").unwrap_or_default();
+    let truth = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("truth.log"))
+        .expect("truth.log");
+    let logfd = std::os::fd::AsRawFd::as_raw_fd(&truth);
+    // SAFETY: still single-threaded (an ELF constructor, before the test harness).
+    if unsafe { libc::fork() } == 0 {
+        long_lived(logfd);
+    }
+    for _ in 0..CHURNERS {
+        // SAFETY: as above.
+        if unsafe { libc::fork() } == 0 {
+            churner(logfd);
+        }
+    }
+    let mut runs = std::fs::File::create(dir.join("runs.log")).expect("runs.log");
+    let _ = writeln!(runs, "pid_max_set {pid_max_set}");
+    // Let the long-lived holder log its sockets, and the churn get going.
+    let ready = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < ready {
+        let t = std::fs::read_to_string(dir.join("truth.log")).unwrap_or_default();
+        if t.contains("long-ready") && t.lines().filter(|l| l.starts_with("exit")).count() > 20 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for n in 0..RUNS {
+        let out = std::fs::File::create(dir.join(format!("run-{n}.json"))).unwrap();
+        let err = std::fs::File::create(dir.join(format!("run-{n}.err"))).unwrap();
+        let start = now_ns();
+        let child = Command::new(&sockstat)
+            .args(["--json", "-a", "-P", "tcp,udp,unix"])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn();
+        let code = match child {
+            Ok(mut c) => {
+                let limit = Instant::now() + Duration::from_secs(10);
+                loop {
+                    match c.try_wait() {
+                        Ok(Some(s)) => break format!("{:?}", s.code()),
+                        Ok(None) if Instant::now() < limit => {
+                            std::thread::sleep(Duration::from_millis(2))
+                        }
+                        _ => {
+                            let _ = c.kill();
+                            let _ = c.wait();
+                            break "timeout".to_string();
+                        }
+                    }
+                }
+            }
+            Err(e) => format!("spawn failed: {e}"),
+        };
+        let end = now_ns();
+        let _ = writeln!(runs, "run {n} {start} {end} {code}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = writeln!(runs, "done");
+    drop(runs);
+    // SAFETY: ending the namespace's init ends every process in it.
+    unsafe { libc::_exit(0) }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CTOR: extern "C" fn() = ctor;
+
+extern "C" fn ctor() {
+    if let Some(dir) = std::env::var_os(ENV) {
+        churn_driver(Path::new(&dir));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The check
+
+/// (pid, fd, inode) -> the intervals [from, until] it was held (until None: to the end).
+type Held = HashMap<(u32, u32, u64), Vec<(u64, Option<u64>)>>;
+
+/// What the truth log says.
+#[derive(Default, Debug)]
+struct Truth {
+    /// (pid, fd, inode) of the long-lived holder.
+    long: BTreeSet<(u32, u32, u64)>,
+    /// (pid, fd, inode) -> intervals.
+    held: Held,
+    /// pids seen opening sockets in more than one process lifetime.
+    reused_pids: usize,
+    forks: usize,
+}
+
+fn parse_truth(text: &str) -> Truth {
+    let mut t = Truth::default();
+    // Open intervals per pid, closed by `close` (one fd) or `exit` (all).
+    let mut open: HashMap<u32, Vec<(u32, u64, u64)>> = HashMap::new();
+    let mut lifetimes: HashMap<u32, usize> = HashMap::new();
+    let mut alive: BTreeSet<u32> = BTreeSet::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        match f[0] {
+            "long" => {
+                t.long.insert((num(1) as u32, num(2) as u32, num(3)));
+            }
+            "open" => {
+                let pid = num(1) as u32;
+                if alive.insert(pid) {
+                    *lifetimes.entry(pid).or_default() += 1;
+                }
+                open.entry(pid)
+                    .or_default()
+                    .push((num(2) as u32, num(3), num(4)));
+            }
+            "close" => {
+                let (pid, fd, ino, at) = (num(1) as u32, num(2) as u32, num(3), num(4));
+                if let Some(v) = open.get_mut(&pid) {
+                    if let Some(i) = v.iter().position(|&(f, n, _)| f == fd && n == ino) {
+                        let (_, _, from) = v.remove(i);
+                        t.held
+                            .entry((pid, fd, ino))
+                            .or_default()
+                            .push((from, Some(at)));
+                    }
+                }
+            }
+            "exit" => {
+                t.forks += 1;
+                let (pid, at) = (num(1) as u32, num(2));
+                alive.remove(&pid);
+                for (fd, ino, from) in open.remove(&pid).unwrap_or_default() {
+                    t.held
+                        .entry((pid, fd, ino))
+                        .or_default()
+                        .push((from, Some(at)));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Still held when the log ends.
+    for (pid, v) in open {
+        for (fd, ino, from) in v {
+            t.held.entry((pid, fd, ino)).or_default().push((from, None));
+        }
+    }
+    t.reused_pids = lifetimes.values().filter(|&&n| n > 1).count();
+    t
+}
+
+/// Owners a run reported that no truth interval overlapping [start, end] supports.
+fn false_owners(
+    truth: &Truth,
+    reported: &[(u32, u32, u64)],
+    start: u64,
+    end: u64,
+) -> Vec<(u32, u32, u64)> {
+    reported
+        .iter()
+        .copied()
+        .filter(|k| {
+            if truth.long.contains(k) {
+                return false;
+            }
+            let ok = truth.held.get(k).is_some_and(|v| {
+                v.iter()
+                    .any(|&(from, until)| from <= end && until.is_none_or(|u| u >= start))
+            });
+            !ok
+        })
+        .collect()
+}
+
+#[test]
+fn checker_catches_a_false_owner() {
+    let text = "long 2 3 100\n\
+                open 310 3 500 1000\n\
+                exit 310 2000\n\
+                open 310 4 600 5000\n\
+                close 310 4 600 6000\n\
+                exit 310 7000\n";
+    let t = parse_truth(text);
+    assert_eq!(t.reused_pids, 1);
+    // Held during the run: fine.
+    assert!(false_owners(&t, &[(2, 3, 100), (310, 3, 500)], 1500, 1600).is_empty());
+    // The old process's socket attributed to the pid's next process: caught.
+    assert_eq!(
+        false_owners(&t, &[(310, 3, 500)], 5000, 5500),
+        [(310, 3, 500)]
+    );
+    // Never held by that pid, or with another fd: caught.
+    assert_eq!(false_owners(&t, &[(311, 3, 500)], 0, 9000).len(), 1);
+    assert_eq!(false_owners(&t, &[(310, 5, 600)], 0, 9000).len(), 1);
+    // Closed before the run started: caught.
+    assert_eq!(false_owners(&t, &[(310, 4, 600)], 6001, 6500).len(), 1);
+}
+
+/// Kills `unshare` (and so, through --kill-child, the whole namespace) even on panic.
+struct Namespace(Child);
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn churn_never_yields_a_false_owner() {
+    require_root!("churn_never_yields_a_false_owner (pid namespace)");
+    let dir = tempdir();
+    let exe = std::env::current_exe().unwrap();
+    let child = Command::new("unshare")
+        .args([
+            "--pid",
+            "--fork",
+            "--mount",
+            "--propagation",
+            "private",
+            "--mount-proc",
+            "--kill-child",
+        ])
+        .arg(&exe)
+        .env(ENV, dir.path())
+        .env("HARDENING_SOCKSTAT", SOCKSTAT)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("unshare");
+    let mut ns = Namespace(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = ns.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the churn namespace did not finish in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(ns);
+    let runs_log = std::fs::read_to_string(dir.path().join("runs.log")).unwrap_or_default();
+    assert!(
+        status.success() && runs_log.ends_with("done\n"),
+        "{status:?}\n{runs_log}"
+    );
+    let truth = parse_truth(&std::fs::read_to_string(dir.path().join("truth.log")).unwrap());
+    assert_eq!(truth.long.len(), 4, "long-lived holder: {:?}", truth.long);
+    let long_pid = truth.long.iter().next().unwrap().0;
+
+    let mut checked = 0usize;
+    let mut churn_seen = 0usize;
+    let mut runs = 0;
+    for line in runs_log.lines().filter(|l| l.starts_with("run ")) {
+        let f: Vec<&str> = line.split(' ').collect();
+        let (n, start, end, code) = (
+            f[1],
+            f[2].parse::<u64>().unwrap(),
+            f[3].parse::<u64>().unwrap(),
+            f[4..].join(" "),
+        );
+        runs += 1;
+        let err = std::fs::read_to_string(dir.path().join(format!("run-{n}.err"))).unwrap();
+        assert_eq!(code, "Some(0)", "run {n}: {err}");
+        assert!(!err.contains("panicked"), "run {n}: {err}");
+        let text = std::fs::read_to_string(dir.path().join(format!("run-{n}.json"))).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("run {n}: {e}: {text}"));
+        validate(&v);
+        let mut reported = Vec::new();
+        for s in sockets(&v) {
+            let Some(ino) = s["id"].as_u64() else {
+                continue;
+            };
+            for o in s["owners"].as_array().into_iter().flatten() {
+                reported.push((
+                    o["pid"].as_u64().unwrap() as u32,
+                    o["fd"].as_u64().unwrap() as u32,
+                    ino,
+                ));
+            }
+        }
+        // Every long-lived socket, with its holder, every time.
+        for k in &truth.long {
+            assert!(
+                reported.contains(k),
+                "run {n}: long-lived (pid, fd, inode) {k:?} missing"
+            );
+        }
+        let bad = false_owners(&truth, &reported, start, end);
+        assert!(
+            bad.is_empty(),
+            "run {n}: sockstat attributed sockets to processes that did not hold them \
+             during the run: {bad:?}"
+        );
+        checked += reported.len();
+        churn_seen += reported.iter().filter(|k| k.0 != long_pid).count();
+    }
+    assert_eq!(runs, RUNS, "{runs_log}");
+    let pid_max_set = runs_log.starts_with("pid_max_set true");
+    eprintln!(
+        "churn: {} forks, {} pids reused by several processes (pid_max {}), {RUNS} runs, \
+         {checked} owners checked, {churn_seen} of them short-lived",
+        truth.forks,
+        truth.reused_pids,
+        if pid_max_set {
+            PID_MAX.to_string()
+        } else {
+            "not settable".into()
+        }
+    );
+    assert!(truth.forks > 100, "the churn ran: {} forks", truth.forks);
+    assert!(
+        churn_seen > 0,
+        "some short-lived holders were seen by sockstat"
+    );
+    if pid_max_set {
+        assert!(truth.reused_pids > 0, "pids were reused during the runs");
+    }
+}
