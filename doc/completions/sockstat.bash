@@ -28,6 +28,9 @@ _sockstat() {
             sockstat,ports)
                 cmd="sockstat__subcmd__ports"
                 ;;
+            sockstat,serve)
+                cmd="sockstat__subcmd__serve"
+                ;;
             sockstat__subcmd__help,counters)
                 cmd="sockstat__subcmd__help__subcmd__counters"
                 ;;
@@ -40,6 +43,9 @@ _sockstat() {
             sockstat__subcmd__help,ports)
                 cmd="sockstat__subcmd__help__subcmd__ports"
                 ;;
+            sockstat__subcmd__help,serve)
+                cmd="sockstat__subcmd__help__subcmd__serve"
+                ;;
             *)
                 ;;
         esac
@@ -47,7 +53,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -249,7 +255,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help)
-            opts="counters diagnose ports help"
+            opts="counters diagnose ports serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -318,6 +324,20 @@ _sockstat() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        sockstat__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         sockstat__subcmd__ports)
             opts="-4 -6 -L -p -q -v -h -j -z -Z --src --dst --interval --json --color --help --proc-root"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -350,6 +370,36 @@ _sockstat() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__serve)
+            opts="-h --listen --top --scrape-budget --proc-root --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scrape-budget)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

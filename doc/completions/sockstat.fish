@@ -77,6 +77,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Prin
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval -d 'Same as SECONDS' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
@@ -139,7 +140,13 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s q -d 'Do not
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s Z -d 'Every zone (network namespace) on the host, each with its own counters and sysctls'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l listen -d 'Address and port to serve /metrics on. Loopback by default: the metrics name processes, addresses and ports' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l top -d 'Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l scrape-budget -d 'Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l proc-root -d 'Read /proc from this directory (testing)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

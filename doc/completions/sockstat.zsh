@@ -159,6 +159,16 @@ never\:"Never"))' \
 '-Z[Every zone (network namespace) on the host, each with its own counters and sysctls]' \
 && ret=0
 ;;
+(serve)
+_arguments "${_arguments_options[@]}" : \
+'--listen=[Address and port to serve /metrics on. Loopback by default\: the metrics name processes, addresses and ports]:ADDR:PORT:_default' \
+'--top=[Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)]:N:_default' \
+'--scrape-budget=[Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)]:DURATION:_default' \
+'--proc-root=[Read /proc from this directory (testing)]:DIR:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_sockstat__subcmd__help_commands" \
@@ -183,6 +193,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(serve)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -202,6 +216,7 @@ _sockstat_commands() {
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
 'diagnose:What limits each TCP connection, and what to change' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
+'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat commands' commands "$@"
@@ -222,6 +237,7 @@ _sockstat__subcmd__help_commands() {
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
 'diagnose:What limits each TCP connection, and what to change' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
+'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat help commands' commands "$@"
@@ -246,10 +262,20 @@ _sockstat__subcmd__help__subcmd__ports_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help ports commands' commands "$@"
 }
+(( $+functions[_sockstat__subcmd__help__subcmd__serve_commands] )) ||
+_sockstat__subcmd__help__subcmd__serve_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help serve commands' commands "$@"
+}
 (( $+functions[_sockstat__subcmd__ports_commands] )) ||
 _sockstat__subcmd__ports_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat ports commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__serve_commands] )) ||
+_sockstat__subcmd__serve_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat serve commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_sockstat" ]; then

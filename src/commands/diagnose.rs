@@ -83,7 +83,7 @@ fn triple(t: &str) -> Option<[u64; 3]> {
 
 /// Reads the sysctls the rules use from `paths` (the sysctl tree read from this thread, whose
 /// namespace gives the per-namespace values).
-fn read_sysctls(proc_root: &ProcPaths) -> Sysctls {
+pub(crate) fn read_sysctls(proc_root: &ProcPaths) -> Sysctls {
     use sockstat::sys::sysctl::{parse_port_range, parse_reserved_ports, read_text};
     let num = |n: &str| read_text(proc_root, n).and_then(|t| t.parse::<u64>().ok());
     let three = |n: &str| read_text(proc_root, n).as_deref().and_then(triple);
@@ -125,7 +125,7 @@ fn parse_sockstat_mem(text: &str) -> Option<u64> {
 }
 
 /// The page size from the auxiliary vector (`AT_PAGESZ` = 6), 4096 when unreadable.
-fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     let Ok(b) = std::fs::read("/proc/self/auxv") else {
         return 4096;
     };
@@ -165,7 +165,7 @@ fn read_counters(paths: &ProcPaths) -> Counters {
 
 /// Pages TCP uses, system-wide (`mem` of the `TCP:` line of `<net>/sockstat`; global, so the
 /// namespace it is read from does not matter).
-fn tcp_mem_pages(paths: &ProcPaths) -> Option<u64> {
+pub(crate) fn tcp_mem_pages(paths: &ProcPaths) -> Option<u64> {
     std::fs::read_to_string(paths.net.join("sockstat"))
         .ok()
         .as_deref()

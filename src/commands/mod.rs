@@ -4,6 +4,7 @@
 pub mod counters;
 pub mod diagnose;
 pub mod ports;
+pub mod serve;
 
 use crate::cli::Cli;
 
@@ -43,6 +44,17 @@ pub enum Command {
     /// --interval: new TIME-WAIT entries per second and the PAWS, TIME-WAIT ACK and overflow
     /// counter deltas.
     Ports(ports::PortsArgs),
+    /// A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics.
+    ///
+    /// Serves GET /metrics in the Prometheus text format, from a fresh collection of the
+    /// namespace sockstat runs in at every scrape: sockets by protocol, family, state and zone;
+    /// each listening socket's accept queue, backlog and command; ephemeral-port use of the
+    /// busiest destinations (--top); diagnosis findings by rule and severity (between this
+    /// scrape's collection and the previous one, so the first scrape has none); the kernel
+    /// counters that signal trouble; and the exporter's own health. Scrapes never overlap; one
+    /// that exceeds --scrape-budget is answered from the last collection, with its age. Listens
+    /// on loopback unless told otherwise.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs a subcommand; returns the process exit status.
@@ -51,5 +63,6 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Counters(a) => counters::run(a, cli),
         Command::Diagnose(a) => diagnose::run(a, cli),
         Command::Ports(a) => ports::run(a, cli),
+        Command::Serve(a) => serve::run(a, cli),
     }
 }

@@ -1,0 +1,405 @@
+//! `sockstat serve`: a Prometheus exporter. `GET /metrics` answers in the text exposition format
+//! (`sockstat::render::metrics`) from a fresh collection of the namespace sockstat runs in.
+//!
+//! One worker thread collects; the HTTP loop answers one request at a time, so neither
+//! collections nor scrapes ever overlap. A scrape waits for its collection at most
+//! `--scrape-budget`; past it, the scrape is answered from the last collection with its age
+//! (`sockstat_snapshot_age_seconds`) while the worker finishes, and the next scrape gets the
+//! result. The worker keeps what the next collection reuses: the previous sample (diagnosis
+//! needs two) and an owner cache (socket inode → holders) for the listening sockets, the only
+//! sockets whose owners the metrics show, so the /proc scan runs only when a listener appears
+//! that the cache does not know (or the cache is older than [`OWNER_REFRESH`]). doc/serve.md
+//! describes every metric.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use sockstat::diagnose::{self, Context, Counters, Sample};
+use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
+use sockstat::sys::counters::ProcPaths;
+use sockstat::sys::owners;
+use sockstat::{Endpoint, Owner, OwnersStatus, Process, Query, Snapshot, State};
+
+use crate::cli::Cli;
+
+/// The owner cache is refreshed at least this often, so a listener handed to another process
+/// (or whose holder exited while a child kept it) gets its `command` label corrected.
+pub const OWNER_REFRESH: Duration = Duration::from_secs(300);
+
+/// Parses `--scrape-budget`: `5s`, `500ms`, or plain seconds (`2.5`).
+fn parse_budget(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let secs = if let Some(ms) = t.strip_suffix("ms") {
+        ms.trim().parse::<f64>().ok().map(|v| v / 1e3)
+    } else {
+        t.strip_suffix('s').unwrap_or(t).trim().parse::<f64>().ok()
+    };
+    match secs {
+        Some(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!(
+            "invalid scrape budget '{s}': give a duration above 0 and at most 3600s, like 5s, 500ms or 2.5"
+        )),
+    }
+}
+
+/// Flags of `sockstat serve`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Metrics (doc/serve.md): sockstat_sockets, sockstat_listen_queue, sockstat_listen_backlog,
+sockstat_ephemeral_ports_used, sockstat_ephemeral_ports_usage_ratio,
+sockstat_ephemeral_ports_usable, sockstat_ephemeral_destinations, sockstat_findings,
+sockstat_kernel_counter_total, sockstat_up, sockstat_scrape_duration_seconds,
+sockstat_snapshot_age_seconds, sockstat_collect_duration_seconds.
+sockstat_findings needs two collections: the first scrape has none.
+
+Examples:
+  sockstat serve                             http://127.0.0.1:9277/metrics
+  sockstat serve --listen 0.0.0.0:9277       every interface (metrics name processes: firewall it)
+  sockstat serve --top 50 --scrape-budget 10s
+
+Exit status: runs until stopped; 2 when it cannot listen or the flags are wrong.")]
+pub struct ServeArgs {
+    /// Address and port to serve /metrics on. Loopback by default: the metrics name processes,
+    /// addresses and ports.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9277")]
+    pub listen: SocketAddr,
+    /// Destinations the ephemeral-port metrics show, largest use first (bounds their label
+    /// cardinality).
+    #[arg(long, value_name = "N", default_value_t = metrics::DEFAULT_TOP)]
+    pub top: usize,
+    /// Longest a scrape waits for a fresh collection; past it, the last collection is served
+    /// with its age (sockstat_snapshot_age_seconds).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_budget)]
+    pub scrape_budget: Duration,
+    /// Read /proc from this directory (testing).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub proc_root: Option<PathBuf>,
+    /// Print help.
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// Owners of the listening sockets, by socket inode, with the processes they name.
+#[derive(Default)]
+struct OwnerCache {
+    by_inode: HashMap<u64, Vec<Owner>>,
+    processes: HashMap<u32, Process>,
+    refreshed: Option<Instant>,
+    scans: u64,
+}
+
+fn listener_inode(s: &sockstat::Socket) -> Option<u64> {
+    (s.state == State::Listen && matches!(s.local, Endpoint::Inet { .. }))
+        .then_some(s.id)
+        .flatten()
+}
+
+impl OwnerCache {
+    /// Gives the snapshot's listeners their holders: from the cache when every listener inode
+    /// is known to it and it is fresh, else from one full /proc scan that refills it. Returns a
+    /// warning text when the scan failed.
+    fn fill(&mut self, snap: &mut Snapshot, proc_root: &std::path::Path) -> Option<String> {
+        let inodes: Vec<u64> = snap.sockets.iter().filter_map(listener_inode).collect();
+        let stale = self.refreshed.is_none_or(|t| t.elapsed() >= OWNER_REFRESH);
+        let mut warning = None;
+        if stale || inodes.iter().any(|i| !self.by_inode.contains_key(i)) {
+            self.scans += 1;
+            self.refreshed = Some(Instant::now());
+            let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+            match owners::scan(proc_root, &Query::new(), threads) {
+                Ok(scan) => {
+                    let h = &scan.holders;
+                    self.by_inode = inodes
+                        .iter()
+                        .map(|&id| {
+                            let start = h.partition_point(|x| x.inode < id);
+                            let end = start + h[start..].partition_point(|x| x.inode == id);
+                            (id, h[start..end].iter().map(|x| x.owner).collect())
+                        })
+                        .collect();
+                    let mut procs = scan.processes;
+                    self.processes = self
+                        .by_inode
+                        .values()
+                        .flatten()
+                        .filter_map(|o| Some((o.pid, procs.remove(&o.pid)?)))
+                        .collect();
+                }
+                Err(e) => {
+                    // Remember the inodes anyway: a failing scan is retried at the refresh.
+                    self.by_inode = inodes.iter().map(|&i| (i, Vec::new())).collect();
+                    self.processes.clear();
+                    warning = Some(e.message);
+                }
+            }
+        } else {
+            // Forget listeners that closed, so the cache stays as small as the listener set.
+            let live: std::collections::HashSet<u64> = inodes.iter().copied().collect();
+            self.by_inode.retain(|i, _| live.contains(i));
+        }
+        for s in &mut snap.sockets {
+            if let Some(owners) = listener_inode(s).and_then(|i| self.by_inode.get(&i)) {
+                s.owners = owners.clone();
+                s.owners_status = if owners.is_empty() {
+                    OwnersStatus::None
+                } else {
+                    OwnersStatus::Known
+                };
+            }
+        }
+        snap.processes = self.processes.clone();
+        warning
+    }
+}
+
+/// What the worker keeps between collections.
+struct Collector {
+    proc_root: PathBuf,
+    zone: String,
+    top: usize,
+    owners: OwnerCache,
+    previous: Option<(Instant, Sample)>,
+    page_size: u64,
+}
+
+/// One collection, rendered.
+struct Collected {
+    body: Vec<u8>,
+    finished: Instant,
+    duration: Duration,
+}
+
+impl Collector {
+    fn collect(&mut self) -> anyhow::Result<Collected> {
+        let start = Instant::now();
+        let mut q = Query::new();
+        q.owners = false;
+        q.resolve_users = false;
+        q.tcp_info = true;
+        q.memory = true;
+        q.congestion = true;
+        q.proc_root = self.proc_root.clone();
+        let mut snap = sockstat::collect(&q).context("listing sockets")?;
+        let taken = Instant::now();
+        if let Some(w) = self.owners.fill(&mut snap, &self.proc_root) {
+            eprintln!("sockstat: warning: no process information for listeners: {w}");
+        }
+        let paths = ProcPaths::new(&self.proc_root);
+        let counters = sockstat::sys::counters::read(&paths).ok().map(|r| r.set);
+        let port_sysctls = sockstat::sys::sysctl::read_port_sysctls(&paths);
+        let report = sockstat::ports::analyze(&sockstat::ports::PortsInput {
+            snapshot: &snap,
+            earlier: None,
+            interval_s: None,
+            sysctls: &port_sysctls,
+            counters: None,
+            time_wait_total: sockstat::sys::counters::read_time_wait_total(&paths),
+            filter: None,
+        });
+        let after = Sample {
+            counters: counters
+                .as_ref()
+                .map(|set| {
+                    Counters::from_triples(
+                        set.iter()
+                            .map(|(n, v)| (n.group.as_str(), n.name.as_str(), v)),
+                    )
+                })
+                .unwrap_or_default(),
+            tcp_mem_pages: super::diagnose::tcp_mem_pages(&paths),
+            snapshot: snap,
+        };
+        let findings = self.previous.as_ref().map(|(t0, before)| {
+            let ctx = Context {
+                interval_s: (taken - *t0).as_secs_f64(),
+                sysctls: super::diagnose::read_sysctls(&paths),
+                bandwidth: None,
+                page_size: self.page_size,
+                buf_locks: Default::default(),
+            };
+            diagnose::evaluate(before, &after, &ctx)
+        });
+        let mut body = Vec::with_capacity(64 * 1024);
+        metrics::write_snapshot(
+            &MetricsInput {
+                snapshot: &after.snapshot,
+                zone: &self.zone,
+                ports: Some(&report),
+                top: self.top,
+                findings: findings.as_deref(),
+                counters: counters.as_ref(),
+            },
+            &mut body,
+        )?;
+        // The previous sample only needs what diagnosis joins on; drop the rest now.
+        self.previous = Some((taken, after));
+        Ok(Collected {
+            body,
+            finished: Instant::now(),
+            duration: start.elapsed(),
+        })
+    }
+}
+
+/// The name of the namespace sockstat runs in, as `-Z` would show it (`global` on the host).
+fn own_zone(proc_root: &std::path::Path) -> String {
+    let (targets, _) = sockstat::sys::netns::discover(proc_root);
+    targets
+        .into_iter()
+        .find(|t| t.own)
+        .map_or_else(|| "global".to_string(), |t| t.zone.name)
+}
+
+#[derive(Default)]
+struct State0 {
+    last: Option<Arc<Collected>>,
+    last_error: Option<String>,
+    generation: u64,
+    in_flight: bool,
+    budget_exceeded: u64,
+    owner_scans: u64,
+}
+
+struct Shared {
+    state: Mutex<State0>,
+    done: Condvar,
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State0> {
+    shared.state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `sockstat serve` until the process is stopped.
+pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
+    let proc_root = a
+        .proc_root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc"));
+    let server = tiny_http::Server::http(a.listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", a.listen))?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .map_or_else(|| a.listen.to_string(), |s| s.to_string());
+    eprintln!("sockstat: serving metrics on http://{bound}/metrics");
+    if !a.listen.ip().is_loopback() {
+        eprintln!(
+            "sockstat: warning: {} is reachable from other hosts; the metrics name processes, \
+             addresses and ports: restrict it with a firewall",
+            a.listen
+        );
+    }
+
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State0::default()),
+        done: Condvar::new(),
+    });
+    let (tx, rx) = mpsc::channel::<()>();
+    let mut collector = Collector {
+        zone: own_zone(&proc_root),
+        proc_root,
+        top: a.top,
+        owners: OwnerCache::default(),
+        previous: None,
+        page_size: super::diagnose::page_size(),
+    };
+    let worker_shared = Arc::clone(&shared);
+    std::thread::Builder::new()
+        .name("collect".into())
+        .spawn(move || {
+            for () in rx {
+                let result = collector.collect();
+                let mut st = lock(&worker_shared);
+                match result {
+                    Ok(c) => {
+                        st.last = Some(Arc::new(c));
+                        st.last_error = None;
+                    }
+                    Err(e) => {
+                        eprintln!("sockstat: collection failed: {e:#}");
+                        st.last_error = Some(format!("{e:#}"));
+                    }
+                }
+                st.owner_scans = collector.owners.scans;
+                st.generation += 1;
+                st.in_flight = false;
+                worker_shared.done.notify_all();
+            }
+        })
+        .context("starting the collection thread")?;
+
+    for request in server.incoming_requests() {
+        let path = request.url().split('?').next().unwrap_or("");
+        let response = match (request.method(), path) {
+            (tiny_http::Method::Get, "/metrics") => {
+                let body = scrape(&shared, &tx, a.scrape_budget);
+                tiny_http::Response::from_data(body).with_header(header(metrics::CONTENT_TYPE))
+            }
+            (tiny_http::Method::Get, "/") => {
+                tiny_http::Response::from_data(b"sockstat exporter: metrics at /metrics\n".to_vec())
+                    .with_header(header("text/plain; charset=utf-8"))
+            }
+            _ => tiny_http::Response::from_data(b"not found: try /metrics\n".to_vec())
+                .with_status_code(404)
+                .with_header(header("text/plain; charset=utf-8")),
+        };
+        // A client that went away is its own problem, never the exporter's.
+        let _ = request.respond(response);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn header(content_type: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes())
+        .unwrap_or_else(|()| unreachable!("a constant header is valid"))
+}
+
+/// One scrape: starts a collection unless one is running, waits for it within the budget, and
+/// answers with it, or with the last one and its age.
+fn scrape(shared: &Shared, tx: &mpsc::Sender<()>, budget: Duration) -> Vec<u8> {
+    let start = Instant::now();
+    let mut st = lock(shared);
+    let gen0 = st.generation;
+    if !st.in_flight && tx.send(()).is_ok() {
+        st.in_flight = true;
+    }
+    let (mut st, timeout) = shared
+        .done
+        .wait_timeout_while(st, budget, |s| s.generation == gen0)
+        .unwrap_or_else(|p| p.into_inner());
+    let fresh = !timeout.timed_out();
+    if !fresh {
+        st.budget_exceeded += 1;
+    }
+    // A failed fresh collection reports up 0 with no data; a late one serves the last data.
+    let served = if fresh && st.last_error.is_some() {
+        None
+    } else {
+        st.last.clone()
+    };
+    let mut body = Vec::new();
+    if let Some(c) = &served {
+        body.extend_from_slice(&c.body);
+    }
+    let m = SelfMetrics {
+        up: served.is_some(),
+        scrape_duration_s: start.elapsed().as_secs_f64(),
+        snapshot_age_s: served
+            .as_ref()
+            .map_or(0.0, |c| c.finished.elapsed().as_secs_f64()),
+        collect_duration_s: served.as_ref().map_or(0.0, |c| c.duration.as_secs_f64()),
+        budget_exceeded_total: st.budget_exceeded,
+        owner_scans_total: st.owner_scans,
+    };
+    drop(st);
+    let _ = metrics::write_self(&m, &mut body);
+    let _ = body.flush();
+    body
+}
