@@ -273,6 +273,22 @@ fn truncated_message_is_a_warning_not_silence() {
     }
 }
 
+/// A well-framed message whose inet_diag record is cut short (a kernel or middlebox bug): the
+/// dump is refused as a whole, with a warning, never half-listed and never a panic.
+#[test]
+fn short_record_inside_a_message_is_a_warning() {
+    let c = Case::new();
+    let (msgs, done) = tcp4();
+    let mut short = msgs[1][..16 + 20].to_vec();
+    short[0..4].copy_from_slice(&(36u32).to_ne_bytes());
+    let body = [msgs[0].clone(), short, msgs[2..].concat(), done].concat();
+    write_recording(&c.nl("tcp4.nl"), &[body]);
+    let v = c.json(TCP4);
+    let msg = warning(&v, "dump-failed")["message"].as_str().unwrap();
+    assert!(msg.contains("tcp4") && msg.contains("undecodable"), "{msg}");
+    assert!(sockets(&v).is_empty(), "{v}");
+}
+
 /// A recording that stops (no NLMSG_DONE, or a record cut short): the kernel stopped talking.
 #[test]
 fn recording_that_stops_is_a_warning() {

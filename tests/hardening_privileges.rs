@@ -246,6 +246,21 @@ fn hidepid_is_one_warning_not_a_lie() {
         ));
         expect(&format!("file caps, {option}"), &s, &r, "known", 0);
     }
+    // In the mount's gid= group, hidepid hides nothing: the warning is the ordinary one (fds of
+    // other users' processes are still unreadable), not a hidepid one.
+    let root_arg = procdir.path().to_str().unwrap().to_string();
+    let args = ["-l", "-p", ports.as_str(), "--proc-root", root_arg.as_str()];
+    let r = run(under_hidepid(
+        sockstat(&args).program(s.bin()).prefix(&setpriv_nobody()),
+        "hidepid=2,gid=65534",
+        procdir.path(),
+    ));
+    expect("nobody in the gid= group", &s, &r, "hidden", 1);
+    let msg = r.1[0]["message"].as_str().unwrap();
+    assert!(
+        !msg.contains("hidepid") && msg.contains("may not read"),
+        "{msg}"
+    );
     // The host's /proc was never remounted.
     let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mi.contains(procdir.path().to_str().unwrap()), "{mi}");
