@@ -5,8 +5,8 @@
 //!
 //! To make pid reuse happen during the scans (kernel.md §5.1), everything runs in a pid namespace
 //! of its own (`unshare --pid --fork --mount-proc --kill-child`) whose `pid_max` (per namespace
-//! since Linux 6.14) is set to 400: pids then cycle through 301..399, and the churn reuses each of
-//! them every ~100 forks, many times per sockstat run. Inside, this test binary runs as the
+//! since Linux 6.14) is set to 340: pids then cycle through 301..339, and the churn reuses each of
+//! them every ~40 forks, several times per sockstat run. Inside, this test binary runs as the
 //! namespace's init (`churn_driver`, entered from an ELF constructor when `HARDENING_CHURN` is
 //! set): it forks a long-lived holder, a churner, then runs sockstat `RUNS` times. Every process
 //! appends what it holds to a truth log, with CLOCK_MONOTONIC times taken so that each logged
@@ -37,7 +37,7 @@ const RUNS: usize = 20;
 /// Per churner.
 const MAX_FORKS: usize = 3000;
 const CHURN_SECS: u64 = 12;
-const PID_MAX: u32 = 400;
+const PID_MAX: u32 = 340;
 /// Churning processes running side by side.
 const CHURNERS: usize = 3;
 const ENV: &str = "HARDENING_CHURN";
@@ -310,6 +310,8 @@ struct Truth {
     held: Held,
     /// pids seen opening sockets in more than one process lifetime.
     reused_pids: usize,
+    /// Per pid, the times a process with that pid ended (reaped) and a later one first logged.
+    turnovers: HashMap<u32, Vec<(u64, u64)>>,
     forks: usize,
 }
 
@@ -319,6 +321,7 @@ fn parse_truth(text: &str) -> Truth {
     let mut open: HashMap<u32, Vec<(u32, u64, u64)>> = HashMap::new();
     let mut lifetimes: HashMap<u32, usize> = HashMap::new();
     let mut alive: BTreeSet<u32> = BTreeSet::new();
+    let mut last_exit: HashMap<u32, u64> = HashMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split(' ').collect();
         let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
@@ -330,6 +333,9 @@ fn parse_truth(text: &str) -> Truth {
                 let pid = num(1) as u32;
                 if alive.insert(pid) {
                     *lifetimes.entry(pid).or_default() += 1;
+                    if let Some(ended) = last_exit.remove(&pid) {
+                        t.turnovers.entry(pid).or_default().push((ended, num(4)));
+                    }
                 }
                 open.entry(pid)
                     .or_default()
@@ -351,6 +357,7 @@ fn parse_truth(text: &str) -> Truth {
                 t.forks += 1;
                 let (pid, at) = (num(1) as u32, num(2));
                 alive.remove(&pid);
+                last_exit.insert(pid, at);
                 for (fd, ino, from) in open.remove(&pid).unwrap_or_default() {
                     t.held
                         .entry((pid, fd, ino))
@@ -404,6 +411,7 @@ fn checker_catches_a_false_owner() {
                 exit 310 7000\n";
     let t = parse_truth(text);
     assert_eq!(t.reused_pids, 1);
+    assert_eq!(t.turnovers[&310], [(2000, 5000)]);
     // Held during the run: fine.
     assert!(false_owners(&t, &[(2, 3, 100), (310, 3, 500)], 1500, 1600).is_empty());
     // The old process's socket attributed to the pid's next process: caught.
@@ -475,6 +483,8 @@ fn churn_never_yields_a_false_owner() {
 
     let mut checked = 0usize;
     let mut churn_seen = 0usize;
+    let mut reused_in_runs = 0usize;
+    let mut turnovers_in_runs = 0usize;
     let mut runs = 0;
     for line in runs_log.lines().filter(|l| l.starts_with("run ")) {
         let f: Vec<&str> = line.split(' ').collect();
@@ -518,14 +528,33 @@ fn churn_never_yields_a_false_owner() {
             "run {n}: sockstat attributed sockets to processes that did not hold them \
              during the run: {bad:?}"
         );
+        // How often a pid this run reported was given to a new process while the run went on
+        // (before or after the scan read it).
+        let pids: BTreeSet<u32> = reported.iter().map(|k| k.0).collect();
+        reused_in_runs += pids
+            .iter()
+            .filter(|p| {
+                truth
+                    .turnovers
+                    .get(p)
+                    .is_some_and(|v| v.iter().any(|&(_, began)| (start..=end).contains(&began)))
+            })
+            .count();
+        turnovers_in_runs += truth
+            .turnovers
+            .values()
+            .flatten()
+            .filter(|&&(_, began)| (start..=end).contains(&began))
+            .count();
         checked += reported.len();
         churn_seen += reported.iter().filter(|k| k.0 != long_pid).count();
     }
     assert_eq!(runs, RUNS, "{runs_log}");
     let pid_max_set = runs_log.starts_with("pid_max_set true");
     eprintln!(
-        "churn: {} forks, {} pids reused by several processes (pid_max {}), {RUNS} runs, \
-         {checked} owners checked, {churn_seen} of them short-lived",
+        "churn: {} forks, {} pids reused by several processes (pid_max {}), {RUNS} runs \
+         during which a recycled pid went to a new process {turnovers_in_runs} times, {checked} owners checked, {churn_seen} of them short-lived; {reused_in_runs} reported \
+         pids went to a new process during the run that reported them",
         truth.forks,
         truth.reused_pids,
         if pid_max_set {
@@ -540,6 +569,9 @@ fn churn_never_yields_a_false_owner() {
         "some short-lived holders were seen by sockstat"
     );
     if pid_max_set {
-        assert!(truth.reused_pids > 0, "pids were reused during the runs");
+        assert!(
+            turnovers_in_runs > RUNS,
+            "pids were reused while sockstat ran: {turnovers_in_runs}"
+        );
     }
 }
