@@ -13,7 +13,8 @@
 //! interval contains the real one: `open` carries a time read before `socket()` (or before the
 //! `fork()` that inherited it), `close` a time read after `close()`, `exit` a time read after
 //! `waitpid()` returned. The check: every (pid, fd, inode) a run reports was held by that pid at
-//! some moment of [run start, run end].
+//! some moment of [run start, run end]. Odd runs add `--command 'hardening*'`, the path that
+//! reads each process's comm before its fds.
 //!
 //! Bounded: at most `MAX_FORKS` forks per churner (`CHURNERS` of them) and `CHURN_SECS` seconds
 //! of churn, `RUNS` runs of sockstat
@@ -250,12 +251,14 @@ fn churn_driver(dir: &Path) -> ! {
         let out = std::fs::File::create(dir.join(format!("run-{n}.json"))).unwrap();
         let err = std::fs::File::create(dir.join(format!("run-{n}.err"))).unwrap();
         let start = now_ns();
-        let child = Command::new(&sockstat)
-            .args(["--json", "-a", "-P", "tcp,udp,unix"])
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn();
+        let mut cmd = Command::new(&sockstat);
+        cmd.args(["--json", "-a", "-P", "tcp,udp,unix"]);
+        if n % 2 == 1 {
+            // The pre-filtered path: comm is read before the fd walk, through the same
+            // /proc/PID directory fd.
+            cmd.args(["--command", "hardening*"]);
+        }
+        let child = cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn();
         let code = match child {
             Ok(mut c) => {
                 let limit = Instant::now() + Duration::from_secs(10);
@@ -508,6 +511,13 @@ fn churn_never_yields_a_false_owner() {
                 continue;
             };
             for o in s["owners"].as_array().into_iter().flatten() {
+                if n.parse::<usize>().unwrap() % 2 == 1 {
+                    let c = o["command"].as_str().unwrap_or("");
+                    assert!(
+                        c.starts_with("hardening"),
+                        "run {n}: --command let {o} through"
+                    );
+                }
                 reported.push((
                     o["pid"].as_u64().unwrap() as u32,
                     o["fd"].as_u64().unwrap() as u32,
