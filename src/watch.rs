@@ -319,8 +319,9 @@ struct AltScreen;
 impl AltScreen {
     fn enter() -> io::Result<AltScreen> {
         let mut out = io::stdout().lock();
-        // Alternate screen, cursor hidden.
-        out.write_all(b"\x1b[?1049h\x1b[?25l")?;
+        // Alternate screen, cursor hidden, no line wrap (a row wider than the terminal is cut
+        // rather than wrapped onto the next line, which would scroll the title off).
+        out.write_all(b"\x1b[?1049h\x1b[?25l\x1b[?7l")?;
         out.flush()?;
         Ok(AltScreen)
     }
@@ -329,7 +330,7 @@ impl AltScreen {
 impl Drop for AltScreen {
     fn drop(&mut self) {
         let mut out = io::stdout().lock();
-        let _ = out.write_all(b"\x1b[?25h\x1b[?1049l");
+        let _ = out.write_all(b"\x1b[?7h\x1b[?25h\x1b[?1049l");
         let _ = out.flush();
     }
 }
@@ -380,7 +381,10 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
         Mode::Events
     } else if o.tcp_info && o.json && !o.summary {
         Mode::TcpSeries
-    } else if !o.json && io::stdout().is_terminal() {
+    } else if !o.json
+        && io::stdout().is_terminal()
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+    {
         Mode::Screen
     } else {
         Mode::Snapshots

@@ -211,12 +211,23 @@ fn on_a_terminal_the_screen_is_redrawn_and_restored() {
     let text = String::from_utf8_lossy(&raw);
     assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
     assert!(
-        text.trim_end().ends_with("\x1b[?25h\x1b[?1049l"),
+        text.trim_end().ends_with("\x1b[?7h\x1b[?25h\x1b[?1049l"),
         "{text:?}"
     );
     assert_eq!(text.matches("\x1b[H").count(), 2, "{text:?}");
     assert_eq!(text.matches("Every 0.1s: sockstat --watch").count(), 2);
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text:?}");
+}
+
+#[test]
+fn a_dumb_terminal_gets_plain_snapshots() {
+    let (code, raw) = run_on_pty(
+        sockstat(&["--watch", "0.1", "--count", "2", "-l", "-P", "tcp"]).env("TERM", "dumb"),
+    );
+    assert_eq!(code, Some(0));
+    let text = String::from_utf8_lossy(&raw);
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert_eq!(text.matches("=== ").count(), 2, "{text:?}");
 }
 
 #[test]
@@ -233,7 +244,7 @@ fn ctrl_c_restores_the_terminal_and_exits_0() {
     let text = String::from_utf8_lossy(&raw);
     assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
     assert!(
-        text.trim_end().ends_with("\x1b[?25h\x1b[?1049l"),
+        text.trim_end().ends_with("\x1b[?7h\x1b[?25h\x1b[?1049l"),
         "{text:?}"
     );
 }
