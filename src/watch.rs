@@ -396,7 +396,7 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
     };
     let stdout = io::stdout();
     let mut prev: Option<Snapshot> = None;
-    let mut last_warnings: Vec<String> = Vec::new();
+    let mut last_warnings: Vec<&'static str> = Vec::new();
     let mut refreshes: u64 = 0;
     let mut next_at = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -460,15 +460,17 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
             next_at = now;
         }
         while !stop.load(Ordering::Relaxed) && Instant::now() < next_at {
-            std::thread::sleep((next_at - Instant::now()).min(Duration::from_millis(50)));
+            let left = next_at.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
         }
     }
     Ok(())
 }
 
-/// Warnings on stderr, each time the set changes (not once per refresh).
-fn print_changed_warnings(snap: &Snapshot, verbose: bool, last: &mut Vec<String>) {
-    let now: Vec<String> = snap.warnings.iter().map(|w| w.message.clone()).collect();
+/// Warnings on stderr when a kind of warning appears or goes (by code: a count that moves from
+/// one refresh to the next does not repeat them).
+fn print_changed_warnings(snap: &Snapshot, verbose: bool, last: &mut Vec<&'static str>) {
+    let now: Vec<&'static str> = snap.warnings.iter().map(|w| w.code).collect();
     if now == *last {
         return;
     }
