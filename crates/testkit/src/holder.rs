@@ -432,7 +432,7 @@ fn wait_for_tcp_state(v6: bool, port: u16, state: u8) {
     };
     let want_port = format!(":{port:04X}");
     let want_state = format!("{state:02X}");
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let t = std::fs::read_to_string(file).unwrap_or_default();
         let found = t.lines().skip(1).any(|l| {
