@@ -25,7 +25,7 @@ use sockstat::diagnose::{self, Context, Counters, Sample};
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::sys::counters::ProcPaths;
 use sockstat::sys::owners;
-use sockstat::{Endpoint, Owner, OwnersStatus, Process, Query, Snapshot, State};
+use sockstat::{Endpoint, Owner, OwnersStatus, Process, Proto, Query, Snapshot, State};
 
 use crate::cli::Cli;
 
@@ -238,7 +238,15 @@ impl Collector {
             },
             &mut body,
         )?;
-        // The previous sample only needs what diagnosis joins on; drop the rest now.
+        // Diagnosis reads the earlier sample only through its counters and the TCP sockets it
+        // can join by cookie (those with tcp_info): keep just those, to halve what is held
+        // between scrapes on a host full of unix and UDP sockets.
+        let mut after = after;
+        after
+            .snapshot
+            .sockets
+            .retain(|s| s.proto == Proto::Tcp && s.cookie.is_some() && s.tcp.is_some());
+        after.snapshot.processes.clear();
         self.previous = Some((taken, after));
         Ok(Collected {
             body,
