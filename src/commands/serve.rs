@@ -411,3 +411,103 @@ fn scrape(shared: &Shared, tx: &mpsc::Sender<()>, budget: Duration) -> Vec<u8> {
     let _ = body.flush();
     body
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sockstat::{Family, SockType};
+
+    #[test]
+    fn budgets_parse_in_seconds_and_milliseconds() {
+        assert_eq!(parse_budget("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_budget("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_budget("2.5"), Ok(Duration::from_millis(2500)));
+        for bad in ["0", "0s", "-1s", "abc", "5m", "3601s"] {
+            let e = parse_budget(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+        }
+    }
+
+    fn socket(inode: u64, state: State) -> sockstat::Socket {
+        sockstat::Socket {
+            id: Some(inode),
+            cookie: Some(inode),
+            proto: Proto::Tcp,
+            family: Family::Inet,
+            sock_type: SockType::Stream,
+            state,
+            local: Endpoint::Inet {
+                addr: "127.0.0.1".parse().unwrap(),
+                port: 8080,
+            },
+            remote: None,
+            recv_q: 0,
+            send_q: 128,
+            uid: Some(0),
+            owners_status: OwnersStatus::NotRequested,
+            owners: vec![],
+            timer: None,
+            netns: None,
+            tcp: None,
+            memory: None,
+            cgroup_id: None,
+        }
+    }
+
+    /// The replay fixture's /proc: pid 4242 (sockholder) holds socket:[3331811] as fd 11 and
+    /// socket:[3331812] as fd 12, which pid 4444 holds too, as fd 3.
+    fn fixture_proc() -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/replay/basic/proc"
+        ))
+    }
+
+    #[test]
+    fn the_owner_cache_scans_only_for_a_listener_it_does_not_know() {
+        let proc_root = fixture_proc();
+        let mut cache = OwnerCache::default();
+        let mut snap = Snapshot {
+            sockets: vec![socket(3331811, State::Listen)],
+            ..Snapshot::default()
+        };
+        assert_eq!(cache.fill(&mut snap, &proc_root), None);
+        assert_eq!(cache.scans, 1);
+        assert_eq!(snap.sockets[0].owners, vec![Owner { pid: 4242, fd: 11 }]);
+        assert_eq!(snap.sockets[0].owners_status, OwnersStatus::Known);
+        let cmd = snap.process(4242).and_then(|p| p.command.as_ref());
+        assert_eq!(
+            cmd.map(|c| c.to_string_lossy().into_owned()).as_deref(),
+            Some("sockholder")
+        );
+
+        // Same listener, plus a connection nobody asked owners for: served from the cache.
+        let mut snap = Snapshot {
+            sockets: vec![
+                socket(3331811, State::Listen),
+                socket(999_999, State::Established),
+            ],
+            ..Snapshot::default()
+        };
+        cache.fill(&mut snap, &proc_root);
+        assert_eq!(cache.scans, 1);
+        assert_eq!(snap.sockets[0].owners, vec![Owner { pid: 4242, fd: 11 }]);
+        assert!(snap.sockets[1].owners.is_empty());
+        assert!(snap.process(4242).is_some());
+
+        // A new listener inode: one more scan.
+        let mut snap = Snapshot {
+            sockets: vec![
+                socket(3331811, State::Listen),
+                socket(3331812, State::Listen),
+            ],
+            ..Snapshot::default()
+        };
+        cache.fill(&mut snap, &proc_root);
+        assert_eq!(cache.scans, 2);
+        assert_eq!(
+            snap.sockets[1].owners,
+            vec![Owner { pid: 4242, fd: 12 }, Owner { pid: 4444, fd: 3 }]
+        );
+    }
+}
