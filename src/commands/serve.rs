@@ -323,7 +323,11 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         .name("collect".into())
         .spawn(move || {
             for () in rx {
-                let result = collector.collect();
+                // A bug met on odd data costs this scrape (up 0), not the exporter: the next
+                // scrape collects again.
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| collector.collect()))
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("the collection panicked")));
                 let mut st = lock(&worker_shared);
                 match result {
                     Ok(c) => {
@@ -375,8 +379,13 @@ fn scrape(shared: &Shared, tx: &mpsc::Sender<()>, budget: Duration) -> Vec<u8> {
     let start = Instant::now();
     let mut st = lock(shared);
     let gen0 = st.generation;
-    if !st.in_flight && tx.send(()).is_ok() {
-        st.in_flight = true;
+    if !st.in_flight {
+        if tx.send(()).is_ok() {
+            st.in_flight = true;
+        } else {
+            st.last_error = Some("the collection thread has stopped".into());
+            st.last = None;
+        }
     }
     let (mut st, timeout) = shared
         .done
