@@ -64,6 +64,21 @@ fn nobody_bin() -> &'static PathBuf {
     })
 }
 
+/// Runs a command; a binary copy that a concurrently forked test process still holds open for
+/// writing cannot be executed (ETXTBSY, "Text file busy") until that child execs: retry then.
+fn output_retrying_etxtbsy(make: impl Fn() -> Command) -> std::process::Output {
+    for _ in 0..20 {
+        let out = make().output().expect("run sockstat");
+        if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("Text file busy")
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        return out;
+    }
+    make().output().expect("run sockstat")
+}
+
 /// `sockstat diagnose --json ARGS` in `ns` (None: this process's namespace) as `who`.
 fn diagnose_cmd_in(ns: Option<&Netns>, who: Who, args: &[&str]) -> Command {
     let cmd = |program: &str| match ns {
@@ -89,7 +104,7 @@ fn diagnose_cmd(ns: &Netns, who: Who, args: &[&str]) -> Command {
 
 /// Runs `sockstat diagnose --json ARGS` in the namespace; validates the document.
 fn diagnose(ns: &Netns, who: Who, args: &[&str]) -> Value {
-    let out = diagnose_cmd(ns, who, args).output().expect("run sockstat");
+    let out = output_retrying_etxtbsy(|| diagnose_cmd(ns, who, args));
     let v = parse(&out);
     eprintln!(
         "{who:?} {}: {}",
@@ -876,9 +891,9 @@ fn memory_pressure() {
         std::fs::write("/proc/sys/net/ipv4/tcp_mem", format!("1 2 {high}")).unwrap();
         for who in BOTH {
             // tcp_mem is global and only visible from the initial namespace: diagnose there.
-            let out = diagnose_cmd_in(None, who, &["-p", "5010", "--interval", "0.3"])
-                .output()
-                .unwrap();
+            let out = output_retrying_etxtbsy(|| {
+                diagnose_cmd_in(None, who, &["-p", "5010", "--interval", "0.3"])
+            });
             let v = parse(&out);
             let f = findings(&v, "memory-pressure");
             assert_eq!(f.len(), 1, "{v:#}");

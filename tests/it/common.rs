@@ -193,8 +193,22 @@ impl Cmd {
         c
     }
 
-    /// Runs to completion (with a timeout), capturing everything.
+    /// Runs to completion (with a timeout), capturing everything. A copy of the binary that a
+    /// concurrently forked test process still holds open for writing cannot be executed
+    /// (ETXTBSY, "Text file busy") until that child execs: such a start is retried.
     pub fn run(self) -> Out {
+        for _ in 0..20 {
+            let out = self.run_once();
+            if out.code != Some(0) && out.stderr.contains("Text file busy") {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            return out;
+        }
+        self.run_once()
+    }
+
+    fn run_once(&self) -> Out {
         let what = self.describe();
         let mut c = self.command();
         c.stdin(Stdio::null())
