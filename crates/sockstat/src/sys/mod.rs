@@ -14,7 +14,7 @@ pub mod users;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::Error;
-use crate::model::{Endpoint, OwnersStatus, Proto, Snapshot, Socket, Warning};
+use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
 use crate::query::{Query, Source, ZoneSelect};
 
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
@@ -377,39 +377,73 @@ fn order_ties_by_owner(sockets: &mut [Socket]) {
     }
 }
 
-/// The part of the output order that fits in integers: zone rank, protocol, family, and for
-/// inet sockets both addresses and ports (`IpAddr` order: every IPv4 before IPv6). Unix and
-/// packet names fall back to comparing the endpoints themselves.
+/// The part of the output order that fits in integers: zone rank, protocol and family, and the
+/// endpoints where integers decide them: inet addresses and ports (every IPv4 before IPv6, as
+/// `IpAddr` orders), and an unnamed unix socket's peer inode. `exact` is false when names must
+/// still be compared (a bound unix path or abstract name, packet sockets).
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct SortKey {
-    zone: u32,
-    proto: Proto,
-    family: crate::model::Family,
-    local: (u8, u128, u16),
-    remote: (u8, u128, u16),
+    head: u64,
+    local: u128,
+    mid: u32,
+    remote: u128,
+    tail: u16,
+    exact: bool,
 }
 
-fn inet_key(ep: Option<&Endpoint>) -> (u8, u128, u16) {
+/// Tag and value of an endpoint in the key; `None` when only the name can order it.
+fn endpoint_key(ep: Option<&Endpoint>) -> Option<(u8, u128, u16)> {
     match ep {
-        None => (0, 0, 0),
+        None => Some((0, 0, 0)),
         Some(Endpoint::Inet {
             addr: std::net::IpAddr::V4(a),
             port,
-        }) => (1, u128::from(u32::from(*a)), *port),
+        }) => Some((1, u128::from(u32::from(*a)), *port)),
         Some(Endpoint::Inet {
             addr: std::net::IpAddr::V6(a),
             port,
-        }) => (2, u128::from(*a), *port),
-        Some(_) => (3, 0, 0),
+        }) => Some((2, u128::from(*a), *port)),
+        // Endpoint::Unix(None) sorts before any named unix socket.
+        Some(Endpoint::Unix(None)) => Some((0, 0, 0)),
+        // Peers are ordered by inode first; two sockets with the same peer share its name.
+        Some(Endpoint::UnixPeer { peer, .. }) => Some((5, u128::from(*peer), 0)),
+        Some(_) => None,
+    }
+}
+
+fn sort_key(s: &Socket, zone: u32) -> SortKey {
+    let head = (u64::from(zone) << 32) | ((s.proto as u64) << 16) | ((s.family as u64) << 8);
+    match (
+        endpoint_key(Some(&s.local)),
+        endpoint_key(s.remote.as_ref()),
+    ) {
+        (Some(l), Some(r)) => SortKey {
+            head: head | u64::from(l.0),
+            local: l.1,
+            mid: (u32::from(l.2) << 8) | u32::from(r.0),
+            remote: r.1,
+            tail: r.2,
+            exact: true,
+        },
+        // A named local end: compare the names, then the remote end.
+        _ => SortKey {
+            head: head | 0xff,
+            local: 0,
+            mid: 0,
+            remote: 0,
+            tail: 0,
+            exact: false,
+        },
     }
 }
 
 /// Output order: zone (global first, then by name), protocol, family, local address and port,
 /// remote address and port, then the first holder's pid and fd, then identity (so the order is
-/// total and stable). Integer keys are computed once per socket; only unix and packet names are
-/// compared as endpoints. Sorts indices, then moves each socket once.
+/// total and stable). Integer keys are computed once per socket and sorted with their index;
+/// only bound unix and packet names are compared as endpoints. The permutation is then applied
+/// in place, so no second copy of the sockets is made.
 pub fn sort_sockets(
-    sockets: &mut Vec<Socket>,
+    sockets: &mut [Socket],
     zones: &std::collections::BTreeMap<u64, crate::zone::Zone>,
 ) {
     // Rank zones as they are shown: global first, then by name.
@@ -426,47 +460,45 @@ pub fn sort_sockets(
         .enumerate()
         .map(|(i, (k, _))| (**k, i as u32 + 1))
         .collect();
-    let keys: Vec<SortKey> = sockets
+    let mut items: Vec<(SortKey, u32)> = sockets
         .iter()
-        .map(|s| {
-            // Only inet endpoints become integers; other names are compared whole below.
-            let (local, remote) = if s.proto.is_inet() {
-                (inet_key(Some(&s.local)), inet_key(s.remote.as_ref()))
-            } else {
-                ((3, 0, 0), (3, 0, 0))
-            };
-            SortKey {
-                zone: s.netns.and_then(|k| rank.get(&k).copied()).unwrap_or(0),
-                proto: s.proto,
-                family: s.family,
-                local,
-                remote,
-            }
+        .enumerate()
+        .map(|(i, s)| {
+            let zone = s.netns.and_then(|k| rank.get(&k).copied()).unwrap_or(0);
+            (sort_key(s, zone), i as u32)
         })
         .collect();
-    let mut order: Vec<u32> = (0..sockets.len() as u32).collect();
-    order.sort_unstable_by(|&i, &j| {
-        let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
-        keys[i as usize].cmp(&keys[j as usize]).then_with(|| {
-            let names = || (&a.local, &a.remote).cmp(&(&b.local, &b.remote));
-            let by_name = if a.proto.is_inet() {
+    items.sort_unstable_by(|(ka, i), (kb, j)| {
+        ka.cmp(kb).then_with(|| {
+            let (a, b) = (&sockets[*i as usize], &sockets[*j as usize]);
+            let names = if ka.exact {
                 std::cmp::Ordering::Equal
             } else {
-                names()
+                (&a.local, &a.remote).cmp(&(&b.local, &b.remote))
             };
-            by_name.then_with(|| {
+            names.then_with(|| {
                 (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
             })
         })
     });
-    let mut slots: Vec<Option<Socket>> = std::mem::take(sockets).into_iter().map(Some).collect();
-    sockets.extend(order.into_iter().filter_map(|i| slots[i as usize].take()));
+    // Apply the permutation in place: position k receives the socket at items[k].1.
+    let mut order: Vec<u32> = items.into_iter().map(|(_, i)| i).collect();
+    for start in 0..order.len() {
+        let mut cur = start;
+        while order[cur] as usize != start {
+            let next = order[cur] as usize;
+            sockets.swap(cur, next);
+            order[cur] = cur as u32;
+            cur = next;
+        }
+        order[cur] = cur as u32;
+    }
 }
 
 #[cfg(test)]
 mod sort_tests {
     use super::*;
-    use crate::model::{Family, RawString, SockType, State, UnixName};
+    use crate::model::{Family, Proto, RawString, SockType, State, UnixName};
 
     fn sock(
         proto: Proto,
@@ -533,8 +565,9 @@ mod sort_tests {
                 }
             }
         }
-        for name in [None, Some("/run/a"), Some("/run/b")] {
-            for peer in [None, Some(7u64)] {
+        for name in [None, Some("/run/a"), Some("/run/b"), Some("@abs")] {
+            // Accepted sockets share the listener's path; dgram clients share one peer.
+            for peer in [None, Some(7u64), Some(3), Some(7), Some(9)] {
                 let local =
                     Endpoint::Unix(name.map(|n| UnixName::Path(RawString::new(n.as_bytes()))));
                 let remote = peer.map(|p| Endpoint::UnixPeer {
