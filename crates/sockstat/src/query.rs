@@ -81,18 +81,6 @@ impl PortSet {
         Ok(PortSet { ranges: merged })
     }
 
-    /// Builds a set from explicit inclusive ranges.
-    pub fn from_ranges(ranges: &[(u16, u16)]) -> PortSet {
-        let mut s = String::new();
-        for (i, (a, b)) in ranges.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str(&format!("{a}-{b}"));
-        }
-        PortSet::parse(&s).unwrap_or_default()
-    }
-
     /// The merged, sorted inclusive ranges.
     pub fn ranges(&self) -> &[(u16, u16)] {
         &self.ranges

@@ -123,7 +123,22 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
 
 /// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.
 fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
-    let mountinfo = std::fs::read_to_string(q.proc_root.join("self/mountinfo")).unwrap_or_default();
+    let mountinfo_path = q.proc_root.join("self/mountinfo");
+    let mountinfo = match std::fs::read_to_string(&mountinfo_path) {
+        Ok(t) => t,
+        Err(e) => {
+            snap.warnings.push(Warning {
+                code: "cgroup-unknown",
+                count: None,
+                message: format!(
+                    "cannot read {}: {e}; sockets' cgroups cannot be named (the CGROUP column shows ?)",
+                    mountinfo_path.display()
+                ),
+                details: vec![],
+            });
+            return;
+        }
+    };
     let Some(mount) = cgroup::cgroup2_mount(&mountinfo) else {
         snap.warnings.push(Warning {
             code: "cgroup2-unmounted",

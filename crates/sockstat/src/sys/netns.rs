@@ -91,7 +91,21 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
     }
     let mut by_key: BTreeMap<u64, Found> = BTreeMap::new();
     let mut hidden_members: Vec<(u64, u32)> = Vec::new();
-    let pids = super::owners::list_pids(&proc_fd).unwrap_or_default();
+    let pids = match super::owners::list_pids(&proc_fd) {
+        Ok(p) => p,
+        Err(e) => {
+            warnings.push(Warning {
+                code: "zones-partial",
+                count: None,
+                message: format!(
+                    "cannot list {}: {e}; only namespaces bound under /run/netns or /run/docker/netns are found",
+                    proc_root.display()
+                ),
+                details: vec![],
+            });
+            Vec::new()
+        }
+    };
     for pid in pids {
         match readlink_ns(&proc_fd, &format!("{pid}/ns/net")) {
             Some(ino) => {

@@ -113,8 +113,16 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
                 })
             })
             .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+        // A worker that panicked took its share of processes with it: the scan is incomplete,
+        // and saying so beats reporting those processes' sockets as unowned.
+        handles
+            .into_iter()
+            .map(|h| h.join())
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .map_err(|_| ScanError {
+        message: "an owner scan thread panicked; process columns are incomplete".into(),
+    })?;
     let total: usize = workers.iter().map(|w| w.holders.len()).sum();
     let mut out = Scan {
         holders: Vec::with_capacity(total),
