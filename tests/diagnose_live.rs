@@ -863,11 +863,26 @@ fn syn_for_a_server_time_wait_tuple() {
 // ---------------------------------------------------------------------------------------------
 // 001's tcp_mem section: global, so serialized and always restored
 
-struct TcpMemGuard(String);
+/// Restores a global sysctl file when dropped, even when the test panics.
+struct SysctlGuard {
+    path: &'static str,
+    orig: String,
+}
 
-impl Drop for TcpMemGuard {
+impl SysctlGuard {
+    /// Writes `value` to `path`; `None` when the kernel has no such file.
+    fn set(path: &'static str, value: &str) -> Option<SysctlGuard> {
+        let orig = std::fs::read_to_string(path).ok()?;
+        let guard = SysctlGuard { path, orig };
+        std::fs::write(path, value).unwrap_or_else(|e| panic!("write {path}: {e}"));
+        Some(guard)
+    }
+}
+
+impl Drop for SysctlGuard {
     fn drop(&mut self) {
-        std::fs::write("/proc/sys/net/ipv4/tcp_mem", &self.0).expect("restore net.ipv4.tcp_mem");
+        std::fs::write(self.path, &self.orig)
+            .unwrap_or_else(|e| panic!("restore {}: {e}", self.path));
     }
 }
 
@@ -877,18 +892,50 @@ fn memory_pressure() {
         return;
     };
     let ns = Netns::new("dmp").unwrap();
-    // A receiver that does not read holds some memory.
-    let listener = ns.run(|| listen("127.0.0.1", 5010, 4, None)).unwrap();
-    let client = ns.run(|| connect("127.0.0.1", 5010, None, None)).unwrap();
-    let (mut server, _) = listener.accept().unwrap();
-    server.set_nonblocking(true).unwrap();
-    let _ = server.write(&vec![3u8; 256 * 1024]);
+    let listener = ns.run(|| listen("127.0.0.1", 5010, 64, None)).unwrap();
+    // Receivers that do not read hold the memory. The kernel's global TCP page count (what
+    // /proc/net/sockstat shows and what tcp_mem is compared with) lags each CPU's own count by up
+    // to net.core.mem_pcpu_rsv pages (1 MiB by default, and its minimum), so a few hundred KiB
+    // can still read "mem 0" on a quiet host: hold several MiB, on connections filled until the
+    // sender would block (bounded in count and bytes).
+    const TARGET: usize = 8 << 20;
+    let chunk = vec![3u8; 64 * 1024];
+    let mut held = 0usize;
+    let mut conns = Vec::new();
+    while held < TARGET && conns.len() < 48 {
+        let client = ns.run(|| connect("127.0.0.1", 5010, None, None)).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let before = held;
+        while held - before < 16 << 20 {
+            match server.write(&chunk) {
+                Ok(n) => held += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+        conns.push((client, server));
+    }
+    let global_pages = || -> u64 {
+        let text = std::fs::read_to_string("/proc/net/sockstat").unwrap();
+        let tcp = text.lines().find(|l| l.starts_with("TCP:")).unwrap();
+        let mut it = tcp.split_whitespace();
+        it.find(|w| *w == "mem").unwrap();
+        it.next().unwrap().parse().unwrap()
+    };
+    // A precondition the test cannot force, stated rather than assumed.
+    assert!(
+        global_pages() >= 2,
+        "{held} bytes held on {} connections, yet the global TCP page count reads {}",
+        conns.len(),
+        global_pages()
+    );
     let orig = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").unwrap();
     let high = orig.split_whitespace().nth(2).unwrap().to_string();
     {
-        let _restore = TcpMemGuard(orig.clone());
-        // Pressure from 2 pages on, the hard limit untouched: buffers shrink, nothing drops.
-        std::fs::write("/proc/sys/net/ipv4/tcp_mem", format!("1 2 {high}")).unwrap();
+        // Then pressure from 2 pages on, the hard limit untouched: buffers shrink, nothing drops.
+        let _tcp_mem = SysctlGuard::set("/proc/sys/net/ipv4/tcp_mem", &format!("1 2 {high}"))
+            .expect("net.ipv4.tcp_mem exists");
         for who in BOTH {
             // tcp_mem is global and only visible from the initial namespace: diagnose there.
             let out = output_retrying_etxtbsy(|| {
@@ -896,7 +943,7 @@ fn memory_pressure() {
             });
             let v = parse(&out);
             let f = findings(&v, "memory-pressure");
-            assert_eq!(f.len(), 1, "{v:#}");
+            assert_eq!(f.len(), 1, "{held} bytes held: {v:#}");
             assert!(f[0]["socket"].is_null());
             assert!(num(f[0], "tcp_mem_pages") >= num(f[0], "tcp_mem_pressure_pages"));
             assert_eq!(num(f[0], "tcp_mem_pressure_pages"), 2.0);
@@ -906,7 +953,7 @@ fn memory_pressure() {
         std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").unwrap(),
         orig
     );
-    drop(client);
+    drop(conns);
 }
 
 // ---------------------------------------------------------------------------------------------
