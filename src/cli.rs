@@ -31,6 +31,18 @@ pub enum SourceArg {
     Proc,
 }
 
+/// How the owner scan reads fd tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OwnerScanArg {
+    /// The kernel's BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc.
+    #[default]
+    Auto,
+    /// /proc/PID/fd only.
+    Proc,
+    /// The BPF iterator; where it cannot run, /proc with a warning saying why.
+    Bpf,
+}
+
 /// A comma-separated list parsed as one value (clap reads `Vec` as "many values").
 #[derive(Debug, Clone, PartialEq)]
 pub struct List<T>(pub Vec<T>);
@@ -246,6 +258,9 @@ pub struct SourceArgs {
     /// Where the socket table comes from.
     #[arg(long, value_enum, value_name = "SOURCE", default_value_t = SourceArg::Auto, help_heading = "Data sources")]
     pub source: SourceArg,
+    /// How the owner scan reads every process's open files.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = OwnerScanArg::Auto, help_heading = "Data sources")]
+    pub owner_scan: OwnerScanArg,
     /// Read processes from this directory instead of /proc (testing, post-mortem trees).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,

@@ -108,6 +108,11 @@ pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow:
     if let Some(root) = &src.proc_root {
         q.proc_root = root.clone();
     }
+    q.owner_scan = match src.owner_scan {
+        cli::OwnerScanArg::Auto => sockstat::OwnerScan::Auto,
+        cli::OwnerScanArg::Proc => sockstat::OwnerScan::Proc,
+        cli::OwnerScanArg::Bpf => sockstat::OwnerScan::Bpf,
+    };
     q.record_netlink = src.record_netlink.clone();
     if no_owners && (q.pids.is_some() || q.command.is_some()) {
         anyhow::bail!("--pid and --command need the owner scan; drop --no-owners");

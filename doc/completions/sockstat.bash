@@ -53,7 +53,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports serve help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -115,6 +115,10 @@ _sockstat() {
                     COMPREPLY=($(compgen -W "auto netlink proc" -- "${cur}"))
                     return 0
                     ;;
+                --owner-scan)
+                    COMPREPLY=($(compgen -W "auto proc bpf" -- "${cur}"))
+                    return 0
+                    ;;
                 --proc-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -173,7 +177,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__diagnose)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --command --no-owners --source --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -221,6 +225,10 @@ _sockstat() {
                     ;;
                 --source)
                     COMPREPLY=($(compgen -W "auto netlink proc" -- "${cur}"))
+                    return 0
+                    ;;
+                --owner-scan)
+                    COMPREPLY=($(compgen -W "auto proc bpf" -- "${cur}"))
                     return 0
                     ;;
                 --proc-root)

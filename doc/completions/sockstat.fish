@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_sockstat_global_optspecs
-    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory cgroup v summary json csv color= watch= events count= no-owners source= proc-root= record-netlink= replay-netlink= generate= h/help V/version
+    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory cgroup v summary json csv color= watch= events count= no-owners source= owner-scan= proc-root= record-netlink= replay-netlink= generate= h/help V/version
 end
 
 function __fish_sockstat_needs_command
@@ -41,6 +41,9 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l count -d 'Stop after 
 complete -c sockstat -n "__fish_sockstat_needs_command" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
+complete -c sockstat -n "__fish_sockstat_needs_command" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc'
+proc\t'/proc/PID/fd only'
+bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_needs_command" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
 complete -c sockstat -n "__fish_sockstat_needs_command" -l record-netlink -d 'Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)' -r -F
 complete -c sockstat -n "__fish_sockstat_needs_command" -l replay-netlink -d 'Replay sock_diag replies saved with --record-netlink instead of asking the kernel' -r -F
@@ -103,6 +106,9 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc'
+proc\t'/proc/PID/fd only'
+bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l record-netlink -d 'Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l replay-netlink -d 'Replay sock_diag replies saved with --record-netlink instead of asking the kernel' -r -F

@@ -33,6 +33,9 @@ never\:"Never"))' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc"
+proc\:"/proc/PID/fd only"
+bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
 '--record-netlink=[Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)]:DIR:_files' \
 '(--record-netlink)--replay-netlink=[Replay sock_diag replies saved with --record-netlink instead of asking the kernel]:DIR:_files' \
@@ -113,6 +116,9 @@ _arguments "${_arguments_options[@]}" : \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc"
+proc\:"/proc/PID/fd only"
+bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
 '--record-netlink=[Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)]:DIR:_files' \
 '(--record-netlink)--replay-netlink=[Replay sock_diag replies saved with --record-netlink instead of asking the kernel]:DIR:_files' \

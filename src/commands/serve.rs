@@ -113,7 +113,9 @@ impl OwnerCache {
             self.scans += 1;
             self.refreshed = Some(Instant::now());
             let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-            match owners::scan(proc_root, &Query::new(), threads) {
+            let mut q = Query::new();
+            q.proc_root = proc_root.to_path_buf();
+            match owners::scan_any(&q, threads).0 {
                 Ok(scan) => {
                     let h = &scan.holders;
                     self.by_inode = inodes

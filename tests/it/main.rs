@@ -16,6 +16,7 @@ mod hostile;
 mod listing;
 mod netns;
 mod output;
+mod owner_scan;
 mod pipe;
 mod replay;
 mod unprivileged;

@@ -49,7 +49,7 @@ pub use model::{
     Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Snapshot, SockType, Socket,
     State, Timer, UnixName, Warning,
 };
-pub use query::{FilterError, PortSet, Query, Source, ZoneSelect};
+pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 pub use zone::{Zone, ZoneKind};
 
 use std::net::IpAddr;

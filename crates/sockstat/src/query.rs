@@ -243,6 +243,19 @@ pub enum Source {
     Replay(PathBuf),
 }
 
+/// How the owner scan reads every process's fd table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OwnerScan {
+    /// The BPF iterator where it can run (root, kernel BTF, Linux 5.11, /proc of this pid
+    /// namespace), else `/proc`.
+    #[default]
+    Auto,
+    /// `/proc/PID/fd` only.
+    Proc,
+    /// The BPF iterator; where it cannot run, `/proc` with a warning saying why.
+    Bpf,
+}
+
 /// Which network namespaces (zones) to list.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ZoneSelect {
@@ -314,6 +327,8 @@ pub struct Query {
     pub source: Source,
     /// The /proc to read (a fake tree in tests).
     pub proc_root: PathBuf,
+    /// How the owner scan reads fd tables.
+    pub owner_scan: OwnerScan,
     /// Save each raw netlink reply in this directory (for bug reports and replay tests).
     pub record_netlink: Option<PathBuf>,
     /// Ask the kernel for TCP internals (`-T`): `tcp_info`, congestion control, BBR estimates.
@@ -348,6 +363,7 @@ impl Default for Query {
             resolve_users: true,
             source: Source::Auto,
             proc_root: PathBuf::from("/proc"),
+            owner_scan: OwnerScan::Auto,
             record_netlink: None,
             tcp_info: false,
             congestion: false,

@@ -14,6 +14,7 @@
 mod bytes;
 mod error;
 
+pub mod btf;
 pub mod bytecode;
 pub mod fd_link;
 pub mod inet_diag;
@@ -22,6 +23,7 @@ pub mod netlink;
 pub mod packet_diag;
 pub mod proc_net;
 pub mod snmp;
+pub mod task_file;
 pub mod tcp_info;
 pub mod unix_diag;
 

@@ -9,6 +9,7 @@ pub mod netlink;
 pub mod netns;
 pub mod owners;
 pub mod sysctl;
+pub mod taskfile;
 pub mod users;
 
 use std::collections::{HashMap, HashSet};
@@ -42,12 +43,15 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     };
     let (prepared, scan) = if q.owners {
         std::thread::scope(|s| {
-            let scanner = s.spawn(|| owners::scan(&q.proc_root, q, scan_threads()));
+            let scanner = s.spawn(|| owners::scan_any(q, scan_threads()));
             let prepared = prepare();
             let scan = scanner.join().unwrap_or_else(|_| {
-                Err(owners::ScanError {
-                    message: "the owner scan thread panicked".into(),
-                })
+                (
+                    Err(owners::ScanError {
+                        message: "the owner scan thread panicked".into(),
+                    }),
+                    None,
+                )
             });
             (prepared, Some(scan))
         })
@@ -62,6 +66,17 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     };
     let mut sockets = gathered.sockets;
 
+    let scan = scan.map(|(scan, bpf_refused)| {
+        if let Some(why) = bpf_refused {
+            snap.warnings.push(Warning {
+                code: "owner-scan-bpf-unavailable",
+                count: None,
+                message: format!("--owner-scan bpf: {why}; scanned /proc instead"),
+                details: vec![],
+            });
+        }
+        scan
+    });
     match scan {
         None => {
             for s in &mut sockets {

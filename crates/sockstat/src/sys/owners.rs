@@ -52,6 +52,8 @@ pub struct Scan {
     pub unreadable: Vec<(u32, Option<u32>)>,
     /// Processes visited.
     pub visited: usize,
+    /// True when the BPF iterator read the fd tables (else `/proc/PID/fd`).
+    pub via_bpf: bool,
 }
 
 /// Errors that stop the scan as a whole (per-process trouble never does).
@@ -139,6 +141,165 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
     out.holders.sort_unstable();
     out.unreadable.sort_unstable();
     Ok(out)
+}
+
+/// The owner scan `query.owner_scan` asks for: the BPF iterator where it can run (see
+/// [`scan_bpf`]), else [`scan`]. The second value says why a requested BPF scan (`Bpf`, not
+/// `Auto`) did not run.
+pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, ScanError>, Option<String>) {
+    use crate::query::OwnerScan;
+    if query.owner_scan == OwnerScan::Proc {
+        return (scan(&query.proc_root, query, threads), None);
+    }
+    match scan_bpf(&query.proc_root, query) {
+        Ok(s) => (Ok(s), None),
+        Err(why) => {
+            let why = (query.owner_scan == OwnerScan::Bpf).then_some(why.0);
+            (scan(&query.proc_root, query, threads), why)
+        }
+    }
+}
+
+/// The owner scan through the kernel's `iter/task_file` BPF iterator ([`super::taskfile`]):
+/// the kernel lists every socket fd, and `/proc/PID` is read only for the identity (command,
+/// uid, arguments) of processes that hold sockets. Runs only where the iterator's pids are the
+/// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace.
+pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile::Unavailable> {
+    use super::taskfile::Unavailable;
+    if proc_root != Path::new("/proc") {
+        return Err(Unavailable(format!(
+            "{} is not /proc: the iterator's pids would not match it",
+            proc_root.display()
+        )));
+    }
+    // NSpid lists this process's pid from /proc's namespace down to its own: one field means
+    // they are the same namespace, the one the iterator numbers pids in.
+    let status = std::fs::read("/proc/self/status")
+        .map_err(|e| Unavailable(format!("cannot read /proc/self/status: {e}")))?;
+    let nspid_fields = status
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"NSpid:"))
+        .map(|l| {
+            l[6..]
+                .split(|&b| b == b'\t' || b == b' ')
+                .filter(|f| !f.is_empty())
+                .count()
+        });
+    if nspid_fields.is_some_and(|n| n != 1) {
+        return Err(Unavailable(
+            "/proc belongs to an outer pid namespace: the iterator's pids would not match it"
+                .into(),
+        ));
+    }
+    if !rustix::process::geteuid().is_root() && !has_bpf_caps(&status) {
+        return Err(Unavailable(
+            "needs CAP_BPF and CAP_PERFMON (or root)".into(),
+        ));
+    }
+    let records = super::taskfile::records()?;
+    let proc_fd = rustix::fs::open(
+        proc_root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Unavailable(format!("cannot open {}: {e}", proc_root.display())))?;
+    let wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
+    let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    let mut holders: Vec<Holder> = Vec::with_capacity(records.len());
+    for r in records {
+        seen.insert(r.tgid);
+        if r.inode != 0 && wanted(r.tgid) {
+            holders.push(Holder {
+                inode: r.inode,
+                owner: Owner {
+                    pid: r.tgid,
+                    fd: r.fd,
+                },
+            });
+        }
+    }
+    // Identity (command, uid, arguments) of the processes that hold sockets.
+    let mut pids: Vec<u32> = holders.iter().map(|h| h.owner.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let mut processes = HashMap::with_capacity(pids.len());
+    let mut dropped: Vec<u32> = Vec::new();
+    for &pid in &pids {
+        let name = itoa_pid(pid);
+        let mut process = Process {
+            pid,
+            ..Process::default()
+        };
+        match rustix::fs::openat(
+            &proc_fd,
+            name.as_c_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(pdir) => {
+                read_identity(&pdir, &mut process);
+                if query.args {
+                    process.args = read_args(&pdir);
+                }
+            }
+            // Exited since the iterator ran: as the /proc scan would not have seen it.
+            Err(Errno::NOENT | Errno::SRCH) => {
+                dropped.push(pid);
+                continue;
+            }
+            // Anything else: the holder is real; its identity stays unknown.
+            Err(_) => {}
+        }
+        if query.command.is_some() && !query.may_match_process(&process) {
+            dropped.push(pid);
+            continue;
+        }
+        processes.insert(pid, process);
+    }
+    if !dropped.is_empty() {
+        holders.retain(|h| dropped.binary_search(&h.owner.pid).is_err());
+    }
+    // A process /proc lists but the iterator did not visit (started since, or one the iterator
+    // does not reach, as this project's sandbox supervisor showed) is scanned through /proc, so
+    // a gap in the iterator can never turn an owned socket into an unowned one.
+    let listed = match &query.pids {
+        Some(list) => list.clone(),
+        None => list_pids(&proc_fd)
+            .map_err(|e| Unavailable(format!("cannot list {}: {e}", proc_root.display())))?,
+    };
+    let mut w = Worker {
+        proc_fd: &proc_fd,
+        query,
+        dirent: vec![MaybeUninit::uninit(); DIRENT_BUF],
+        holders: Vec::new(),
+        processes: Vec::new(),
+        unreadable: Vec::new(),
+        visited: 0,
+    };
+    for pid in listed.into_iter().filter(|p| !seen.contains(p)) {
+        w.visit(pid);
+    }
+    holders.extend_from_slice(&w.holders);
+    for p in w.processes {
+        processes.insert(p.pid, p);
+    }
+    let mut unreadable = w.unreadable;
+    unreadable.sort_unstable();
+    holders.sort_unstable();
+    holders.dedup();
+    Ok(Scan {
+        holders,
+        processes,
+        unreadable,
+        visited: seen.len() + w.visited,
+        via_bpf: true,
+    })
+}
+
+/// CAP_BPF (39) and CAP_PERFMON (38), or CAP_SYS_ADMIN (21), in `CapEff` of a status file.
+fn has_bpf_caps(status: &[u8]) -> bool {
+    cap_eff(status)
+        .is_some_and(|c| c & (1 << 21) != 0 || (c & (1 << 38) != 0 && c & (1 << 39) != 0))
 }
 
 /// A `/proc` mounted with `hidepid` that hides other users' processes from this process.
