@@ -222,6 +222,32 @@ pub fn all_tools(env: &Env) -> Vec<Tool> {
                 true,
             ),
         });
+        // The same two listings with the /proc owner scan, for comparison with the default
+        // (the BPF iterator as root).
+        t.push(Tool {
+            id: "sockstat-proc",
+            label: "`sockstat --owner-scan proc`".into(),
+            argv: with(&["--owner-scan", "proc"]),
+            check: spec(
+                with(&["--owner-scan", "proc"]),
+                Parser::SockstatTable,
+                Scope::Full,
+                true,
+                true,
+            ),
+        });
+        t.push(Tool {
+            id: "sockstat-46-proc",
+            label: "`sockstat -4 -6 --owner-scan proc`".into(),
+            argv: with(&["-4", "-6", "--owner-scan", "proc"]),
+            check: spec(
+                with(&["-4", "-6", "--owner-scan", "proc", "--json"]),
+                Parser::SockstatJson,
+                Scope::InetAll,
+                true,
+                true,
+            ),
+        });
         t.push(Tool {
             id: "sockstat-noowners",
             label: "`sockstat --no-owners`".into(),

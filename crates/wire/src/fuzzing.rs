@@ -110,6 +110,34 @@ pub fn fuzz_snmp(data: &[u8]) {
     }
 }
 
+/// A kernel BTF blob: the decoder, the lookups the BPF owner scan makes, and, when they succeed,
+/// the program assembled from the layout (every jump must stay inside it).
+pub fn fuzz_btf(data: &[u8]) {
+    use crate::btf::{Btf, Kind};
+    use crate::task_file::{program, Layout};
+    let Ok(btf) = Btf::parse(data) else { return };
+    for id in 0..=btf.len() as u32 + 1 {
+        std::hint::black_box((
+            btf.size_of(id),
+            btf.kind_of(id),
+            btf.pointee(id),
+            btf.array_elem(id),
+        ));
+        std::hint::black_box(btf.member(id, "i_ino"));
+    }
+    std::hint::black_box(btf.find(Kind::Struct, "task_struct"));
+    if let Ok(l) = Layout::from_btf(&btf) {
+        let p = program(&l);
+        for (at, i) in p.iter().enumerate() {
+            let b = i.to_le_bytes();
+            if b[0] & 0x07 == 0x05 && b[0] != 0x85 && b[0] != 0x95 {
+                let off = i16::from_le_bytes([b[2], b[3]]);
+                assert!(off >= 0 && at + 1 + off as usize <= p.len() - 1);
+            }
+        }
+    }
+}
+
 /// `/proc/<pid>/fd/<n>` link targets.
 pub fn fuzz_fd_link(data: &[u8]) {
     if let Some(n) = fd_link::socket_inode(data) {
@@ -269,4 +297,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("snmp", fuzz_snmp),
     ("bytecode_run", fuzz_bytecode_run),
     ("fd_link", fuzz_fd_link),
+    ("btf", fuzz_btf),
 ];
