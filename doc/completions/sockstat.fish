@@ -41,7 +41,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l count -d 'Stop after 
 complete -c sockstat -n "__fish_sockstat_needs_command" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
-complete -c sockstat -n "__fish_sockstat_needs_command" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc'
 proc\t'/proc/PID/fd only'
 bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_needs_command" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
@@ -106,7 +106,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc'
 proc\t'/proc/PID/fd only'
 bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F

@@ -33,7 +33,7 @@ never\:"Never"))' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
-'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc"
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc"
 proc\:"/proc/PID/fd only"
 bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
@@ -116,7 +116,7 @@ _arguments "${_arguments_options[@]}" : \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
-'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+), else /proc"
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc"
 proc\:"/proc/PID/fd only"
 bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \

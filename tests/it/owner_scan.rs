@@ -96,7 +96,7 @@ fn bpf_and_proc_scans_report_identical_owners() {
         );
         assert!(bpf[&shared].iter().all(|o| o.2 == "bpf-owners"));
     }
-    // `auto` takes the BPF path as root and agrees too.
+    // `auto` (the iterator or /proc, by the host's open-file count) agrees too.
     let auto = owners_of(&listing("auto", &[]), &inodes);
     assert_eq!(auto, owners_of(&listing("proc", &[]), &inodes));
 }

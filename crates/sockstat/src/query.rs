@@ -247,7 +247,7 @@ pub enum Source {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OwnerScan {
     /// The BPF iterator where it can run (root, kernel BTF, Linux 5.11, /proc of this pid
-    /// namespace), else `/proc`.
+    /// namespace) and pays off (10,000 or more open files on the host), else `/proc`.
     #[default]
     Auto,
     /// `/proc/PID/fd` only.

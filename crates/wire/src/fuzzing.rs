@@ -132,7 +132,7 @@ pub fn fuzz_btf(data: &[u8]) {
             let b = i.to_le_bytes();
             if b[0] & 0x07 == 0x05 && b[0] != 0x85 && b[0] != 0x95 {
                 let off = i16::from_le_bytes([b[2], b[3]]);
-                assert!(off >= 0 && at + 1 + off as usize <= p.len() - 1);
+                assert!(off >= 0 && at + 1 + (off as usize) < p.len());
             }
         }
     }

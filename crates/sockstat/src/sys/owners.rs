@@ -148,7 +148,9 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
 /// `Auto`) did not run.
 pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, ScanError>, Option<String>) {
     use crate::query::OwnerScan;
-    if query.owner_scan == OwnerScan::Proc {
+    if query.owner_scan == OwnerScan::Proc
+        || (query.owner_scan == OwnerScan::Auto && !many_open_files())
+    {
         return (scan(&query.proc_root, query, threads), None);
     }
     match scan_bpf(&query.proc_root, query) {
@@ -158,6 +160,21 @@ pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, ScanError>, Opti
             (scan(&query.proc_root, query, threads), why)
         }
     }
+}
+
+/// Below this many open files on the host, `Auto` scans `/proc`: the BPF scan's fixed cost
+/// (reading and indexing about 5 MiB of kernel BTF, verifying the program: about 10 ms) is more
+/// than the `/proc` scan of a small host costs (doc/BENCHMARKS.md: 13 ms against 23 ms at 1k
+/// sockets, 46 ms against 35 ms at 10k).
+pub const AUTO_BPF_MIN_FILES: u64 = 10_000;
+
+/// True when `/proc/sys/fs/file-nr` (allocated file handles, host-wide) reaches
+/// [`AUTO_BPF_MIN_FILES`], or cannot be read.
+fn many_open_files() -> bool {
+    std::fs::read_to_string("/proc/sys/fs/file-nr")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        .is_none_or(|n| n >= AUTO_BPF_MIN_FILES)
 }
 
 /// The owner scan through the kernel's `iter/task_file` BPF iterator ([`super::taskfile`]):
