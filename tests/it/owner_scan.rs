@@ -8,6 +8,16 @@ use serde_json::Value;
 
 use crate::common::*;
 
+/// Returns from the test, loudly, when the kernel exports no BTF (the BPF scan cannot run).
+macro_rules! require_btf {
+    ($what:expr) => {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("SKIPPED: {} needs kernel BTF", $what);
+            return;
+        }
+    };
+}
+
 /// `--json --owner-scan HOW` plus `args`, checked to have run the way asked.
 fn listing(how: &str, args: &[&str]) -> Value {
     let mut a = vec!["--json", "--owner-scan", how];
@@ -54,6 +64,7 @@ fn owners_of(
 #[test]
 fn bpf_and_proc_scans_report_identical_owners() {
     require_root!("bpf_and_proc_scans_report_identical_owners (CAP_BPF)");
+    require_btf!("bpf_and_proc_scans_report_identical_owners");
     let dir = tempdir();
     let d = dir.path().display();
     let h = Holder::spawn(&[
@@ -106,6 +117,7 @@ fn bpf_and_proc_scans_report_identical_owners() {
 #[test]
 fn bpf_scan_numbers_pids_as_a_nested_namespace_does() {
     require_root!("bpf_scan_numbers_pids_as_a_nested_namespace_does (unshare --pid, CAP_BPF)");
+    require_btf!("bpf_scan_numbers_pids_as_a_nested_namespace_does");
     let dir = tempdir();
     let exe = std::env::current_exe().unwrap();
     let script = r#"
