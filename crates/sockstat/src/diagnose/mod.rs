@@ -779,6 +779,66 @@ pub fn ms_text(us: u32) -> String {
     format!("{:.1} ms", f64::from(us) / 1000.0)
 }
 
+/// Which buffer a host-setting finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// `net.core.wmem_max`, `SO_SNDBUF`.
+    Send,
+    /// `net.core.rmem_max`, `SO_RCVBUF`.
+    Receive,
+}
+
+/// The host finding shared by R1 and R2: `net.core.{w,r}mem_max` (`max`) below the BDP of the
+/// busiest flow `conn`. Only applications that set the buffer size themselves are capped by it,
+/// so it is `info`; `None` when the setting is large enough.
+pub(crate) fn core_mem_max_finding(
+    rule: RuleId,
+    dir: Direction,
+    max: u64,
+    bdp: f64,
+    bandwidth: f64,
+    conn: &str,
+) -> Option<Finding> {
+    if max as f64 >= bdp {
+        return None;
+    }
+    let (name, sockopt, ev_max, ev_advised) = match dir {
+        Direction::Send => (
+            "wmem_max",
+            "SO_SNDBUF",
+            "wmem_max_bytes",
+            "advised_wmem_max_bytes",
+        ),
+        Direction::Receive => (
+            "rmem_max",
+            "SO_RCVBUF",
+            "rmem_max_bytes",
+            "advised_rmem_max_bytes",
+        ),
+    };
+    let target = round_up_kib(bdp);
+    let mut ev = Evidence::default();
+    ev.int(ev_max, max)
+        .num("bdp_bytes", bdp)
+        .num("bandwidth_bytes_per_sec", bandwidth)
+        .text("flow", conn.to_string())
+        .int(ev_advised, target);
+    Some(Finding {
+        zone: None,
+        rule,
+        severity: Severity::Info,
+        socket: None,
+        summary: format!(
+            "net.core.{name} = {} is below the BDP of the busy flow {conn} ({}): an application \
+             that sets {sockopt} on such a path is capped",
+            bytes_text(max as f64),
+            bytes_text(bdp)
+        ),
+        evidence: ev,
+        advice: format!("sysctl -w net.core.{name}={target}"),
+    })
+}
+
 /// Rounds a byte count up to a whole KiB (advice reads better, and never falls short).
 pub fn round_up_kib(b: f64) -> u64 {
     ((b / 1024.0).ceil().max(1.0) as u64) * 1024
@@ -832,6 +892,55 @@ fn prefix(p: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn core_mem_max_finding_names_its_direction() {
+        let bdp = 1_250_000.0;
+        assert!(core_mem_max_finding(
+            RuleId::SendBufferLimited,
+            Direction::Send,
+            2_000_000,
+            bdp,
+            1e7,
+            "a"
+        )
+        .is_none());
+        for (dir, rule, name, opt) in [
+            (
+                Direction::Send,
+                RuleId::SendBufferLimited,
+                "wmem_max",
+                "SO_SNDBUF",
+            ),
+            (
+                Direction::Receive,
+                RuleId::ReceiveWindowLimited,
+                "rmem_max",
+                "SO_RCVBUF",
+            ),
+        ] {
+            let f = core_mem_max_finding(rule, dir, 212_992, bdp, 1e7, "a:1 -> b:2").unwrap();
+            assert_eq!((f.rule, f.severity), (rule, Severity::Info));
+            assert!(
+                f.summary.contains(&format!("net.core.{name}")) && f.summary.contains(opt),
+                "{}",
+                f.summary
+            );
+            let key = format!("{name}_bytes");
+            let advised = format!("advised_{name}_bytes");
+            let get = |k: &str| {
+                f.evidence
+                    .0
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.clone())
+            };
+            assert_eq!(get(&key), Some(Value::from(212_992u64)));
+            // Rounded up to whole KiB, and at least the BDP.
+            assert_eq!(get(&advised), Some(Value::from(1_250_304u64)));
+            assert_eq!(f.advice, format!("sysctl -w net.core.{name}=1250304"));
+        }
+    }
+
     use super::testutil::*;
     use super::*;
 

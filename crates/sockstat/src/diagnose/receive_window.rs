@@ -257,29 +257,14 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
         }
     }
     if let Some(m) = s.rmem_max {
-        if (m as f64) < bdp {
-            let target = round_up_kib(bdp);
-            let mut ev = Evidence::default();
-            ev.int("rmem_max_bytes", m)
-                .num("bdp_bytes", bdp)
-                .num("bandwidth_bytes_per_sec", b)
-                .text("flow", conn.clone())
-                .int("advised_rmem_max_bytes", target);
-            out.push(Finding {
-                zone: None,
-                rule: RuleId::ReceiveWindowLimited,
-                severity: Severity::Info,
-                socket: None,
-                summary: format!(
-                    "net.core.rmem_max = {} is below the BDP of {conn} ({}): an application that \
-                     sets SO_RCVBUF on such a path is capped",
-                    bytes_text(m as f64),
-                    bytes_text(bdp)
-                ),
-                evidence: ev,
-                advice: format!("sysctl -w net.core.rmem_max={target}"),
-            });
-        }
+        out.extend(core_mem_max_finding(
+            RuleId::ReceiveWindowLimited,
+            Direction::Receive,
+            m,
+            bdp,
+            b,
+            &conn,
+        ));
     }
     out
 }

@@ -315,29 +315,14 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
         }
     }
     if let Some(m) = s.wmem_max {
-        if (m as f64) < bdp {
-            let target = round_up_kib(bdp);
-            let mut ev = Evidence::default();
-            ev.int("wmem_max_bytes", m)
-                .num("bdp_bytes", bdp)
-                .num("bandwidth_bytes_per_sec", bw)
-                .text("flow", conn.clone())
-                .int("advised_wmem_max_bytes", target);
-            out.push(Finding {
-                zone: None,
-                rule: RuleId::SendBufferLimited,
-                severity: Severity::Info,
-                socket: None,
-                summary: format!(
-                    "net.core.wmem_max = {} is below the BDP of the busy flow {conn} ({}): an \
-                     application that sets SO_SNDBUF on such a path is capped",
-                    bytes_text(m as f64),
-                    bytes_text(bdp)
-                ),
-                evidence: ev,
-                advice: format!("sysctl -w net.core.wmem_max={target}"),
-            });
-        }
+        out.extend(core_mem_max_finding(
+            RuleId::SendBufferLimited,
+            Direction::Send,
+            m,
+            bdp,
+            bw,
+            &conn,
+        ));
     }
     out
 }
