@@ -6,7 +6,7 @@
 //! (research/kernel.md §5.2).
 //!
 //! The program is assembled here, from the running kernel's BTF, rather than compiled from C:
-//! it is about 45 instructions, and the only thing a C toolchain and a BPF loader would add is the
+//! it is 46 instructions, and the only thing a C toolchain and a BPF loader would add is the
 //! relocation of eleven struct member offsets, which [`Layout::from_btf`] reads directly.
 //! (A general loader costs more than the scan it replaces at 10k sockets: aya 0.14 took about
 //! 40 ms to parse BTF and relocate this program on the development machine.) The equivalent C:

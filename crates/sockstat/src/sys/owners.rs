@@ -52,8 +52,6 @@ pub struct Scan {
     pub unreadable: Vec<(u32, Option<u32>)>,
     /// Processes visited.
     pub visited: usize,
-    /// True when the BPF iterator read the fd tables (else `/proc/PID/fd`).
-    pub via_bpf: bool,
 }
 
 /// Errors that stop the scan as a whole (per-process trouble never does).
@@ -75,20 +73,8 @@ struct Worker<'a> {
 
 /// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads.
 pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, ScanError> {
-    let proc_fd = rustix::fs::open(
-        proc_root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| ScanError {
-        message: format!("cannot open {}: {e}", proc_root.display()),
-    })?;
-    let pids: Vec<u32> = match &query.pids {
-        Some(list) => list.clone(),
-        None => list_pids(&proc_fd).map_err(|e| ScanError {
-            message: format!("cannot list {}: {e}", proc_root.display()),
-        })?,
-    };
+    let (proc_fd, pids) =
+        open_and_list(proc_root, query).map_err(|message| ScanError { message })?;
     let cursor = AtomicUsize::new(0);
     let threads = threads.clamp(1, 8).min(pids.len().max(1));
     let workers: Vec<Worker<'_>> = std::thread::scope(|scope| {
@@ -96,16 +82,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
             .map(|_| {
                 let (proc_fd, pids, cursor) = (&proc_fd, &pids, &cursor);
                 scope.spawn(move || {
-                    let mut w = Worker {
-                        proc_fd,
-                        query,
-                        dirent: Vec::with_capacity(DIRENT_BUF),
-                        holders: Vec::new(),
-                        processes: Vec::new(),
-                        unreadable: Vec::new(),
-                        visited: 0,
-                    };
-                    w.dirent.resize(DIRENT_BUF, MaybeUninit::uninit());
+                    let mut w = Worker::new(proc_fd, query);
                     loop {
                         let i = cursor.fetch_add(1, Ordering::Relaxed);
                         let Some(&pid) = pids.get(i) else { break };
@@ -213,13 +190,9 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
             "needs CAP_BPF and CAP_PERFMON (or root)".into(),
         ));
     }
+    // Listed before the iterator runs: a process that starts in between is the iterator's.
+    let (proc_fd, listed) = open_and_list(proc_root, query).map_err(Unavailable)?;
     let records = super::taskfile::records()?;
-    let proc_fd = rustix::fs::open(
-        proc_root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Unavailable(format!("cannot open {}: {e}", proc_root.display())))?;
     let wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
     let mut holders: Vec<Holder> = Vec::with_capacity(records.len());
@@ -247,12 +220,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
             pid,
             ..Process::default()
         };
-        match rustix::fs::openat(
-            &proc_fd,
-            name.as_c_str(),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        match open_dir_at(&proc_fd, name.as_c_str()) {
             Ok(pdir) => {
                 read_identity(&pdir, &mut process);
                 if query.args {
@@ -279,20 +247,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     // A process /proc lists but the iterator did not visit (started since, or one the iterator
     // does not reach, as this project's sandbox supervisor showed) is scanned through /proc, so
     // a gap in the iterator can never turn an owned socket into an unowned one.
-    let listed = match &query.pids {
-        Some(list) => list.clone(),
-        None => list_pids(&proc_fd)
-            .map_err(|e| Unavailable(format!("cannot list {}: {e}", proc_root.display())))?,
-    };
-    let mut w = Worker {
-        proc_fd: &proc_fd,
-        query,
-        dirent: vec![MaybeUninit::uninit(); DIRENT_BUF],
-        holders: Vec::new(),
-        processes: Vec::new(),
-        unreadable: Vec::new(),
-        visited: 0,
-    };
+    let mut w = Worker::new(&proc_fd, query);
     for pid in listed.into_iter().filter(|p| !seen.contains(p)) {
         w.visit(pid);
     }
@@ -309,7 +264,6 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
         processes,
         unreadable,
         visited: seen.len() + w.visited,
-        via_bpf: true,
     })
 }
 
@@ -458,16 +412,23 @@ fn parse_decimal(b: &[u8]) -> Option<u64> {
     Some(n)
 }
 
-impl Worker<'_> {
+impl<'a> Worker<'a> {
+    fn new(proc_fd: &'a OwnedFd, query: &'a Query) -> Worker<'a> {
+        Worker {
+            proc_fd,
+            query,
+            dirent: vec![MaybeUninit::uninit(); DIRENT_BUF],
+            holders: Vec::new(),
+            processes: Vec::new(),
+            unreadable: Vec::new(),
+            visited: 0,
+        }
+    }
+
     fn visit(&mut self, pid: u32) {
         self.visited += 1;
         let name = itoa_pid(pid);
-        let pdir = match rustix::fs::openat(
-            self.proc_fd,
-            name.as_c_str(),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let pdir = match open_dir_at(self.proc_fd, name.as_c_str()) {
             Ok(fd) => fd,
             // Visible but closed to us (hidepid=1/noaccess): its sockets are hidden, not unowned.
             Err(Errno::ACCESS | Errno::PERM) => {
@@ -497,12 +458,7 @@ impl Worker<'_> {
                 return;
             }
         }
-        let fd_dir = match rustix::fs::openat(
-            &pdir,
-            c"fd",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let fd_dir = match open_dir_at(&pdir, c"fd") {
             Ok(fd) => fd,
             Err(Errno::ACCESS | Errno::PERM) => {
                 let uid = rustix::fs::fstat(&pdir).ok().map(|st| st.st_uid);
@@ -527,6 +483,33 @@ impl Worker<'_> {
             self.processes.push(process);
         }
     }
+}
+
+/// Opens `proc_root` and lists the pids to visit: `query.pids`, or every numeric entry.
+fn open_and_list(proc_root: &Path, query: &Query) -> Result<(OwnedFd, Vec<u32>), String> {
+    let proc_fd = rustix::fs::open(
+        proc_root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("cannot open {}: {e}", proc_root.display()))?;
+    let pids = match &query.pids {
+        Some(list) => list.clone(),
+        None => {
+            list_pids(&proc_fd).map_err(|e| format!("cannot list {}: {e}", proc_root.display()))?
+        }
+    };
+    Ok((proc_fd, pids))
+}
+
+/// `openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)`.
+fn open_dir_at(dir: &OwnedFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 /// Walks one `/proc/<pid>/fd` directory; returns true when links could not be read for lack of

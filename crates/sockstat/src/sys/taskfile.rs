@@ -123,11 +123,11 @@ mod sys {
 
     fn denied(what: &str, e: &std::io::Error) -> Unavailable {
         let hint = match e.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => {
-                " (needs CAP_BPF and CAP_PERFMON, or root, and kernel.unprivileged_bpf_disabled does not help)"
-            }
+            Some(libc::EPERM) | Some(libc::EACCES) => " (needs CAP_BPF and CAP_PERFMON, or root)",
             Some(libc::ENOSYS) => " (bpf(2) is not available)",
-            Some(libc::EINVAL) => " (the kernel lacks a piece this program needs: Linux 5.11 or later)",
+            Some(libc::EINVAL) => {
+                " (the kernel lacks a piece this program needs: Linux 5.11 or later)"
+            }
             _ => "",
         };
         Unavailable(format!("{what}: {e}{hint}"))
