@@ -52,15 +52,57 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("sockstat: {first} (see 'sockstat --help')");
+            eprintln!("sockstat: {} (see 'sockstat --help')", one_line(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The one line of a usage error. A bad value is named escaped (`'8\\n0'`, `'\\x1b[31m'`), so a
+/// value with a line break or a terminal escape neither splits the line nor reaches the terminal.
+fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use sockstat::render::sanitize::{for_terminal, is_printable};
+    let ctx = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    if e.kind() == ErrorKind::ValueValidation {
+        if let (Some(arg), Some(value)) =
+            (ctx(ContextKind::InvalidArg), ctx(ContextKind::InvalidValue))
+        {
+            // The parsers' own messages (FilterError) come escaped already.
+            let why = match std::error::Error::source(e).map(|s| s.to_string()) {
+                Some(w) if is_printable(&w) => format!(": {w}"),
+                Some(w) => format!(": {}", for_terminal(w.as_bytes())),
+                None => String::new(),
+            };
+            return format!(
+                "invalid value '{}' for '{arg}'{why}",
+                for_terminal(value.as_bytes())
+            );
+        }
+    }
+    // Other errors: a private-use character stands in for the raw value while the line is cut
+    // and escaped, so the value's own line breaks cannot cut it short.
+    const HOLE: &str = "\u{e000}";
+    let mut text = e.render().to_string();
+    let value = match ctx(ContextKind::InvalidValue) {
+        Some(v) if !v.is_empty() && !v.contains(HOLE) && text.contains(v) => {
+            text = text.replace(v, HOLE);
+            Some(for_terminal(v.as_bytes()).into_owned())
+        }
+        _ => None,
+    };
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let line = for_terminal(first.as_bytes());
+    match value {
+        Some(v) => line.replace(HOLE, &v),
+        None => line.into_owned(),
     }
 }
 

@@ -107,6 +107,30 @@ fn every_bad_value_is_named() {
 }
 
 #[test]
+fn hostile_bad_values_stay_one_escaped_line() {
+    // A value with a line break, a terminal escape or a bidi override is named escaped, on one
+    // line, and nothing raw reaches stderr.
+    for (args, shown) in [
+        (&["-p", "8\n0"][..], r"'8\n0'"),
+        (
+            &["-p", "\u{1b}]0;owned\u{7}80"][..],
+            r"'\x1b]0;owned\x0780'",
+        ),
+        (&["--state", "listen\u{202e}"][..], r"'listen\u{202e}'"),
+        (&["--color", "al\nways"][..], r"'al\nways'"),
+        (&["-p", "a\\b"][..], r"'a\\b'"),
+    ] {
+        let line = bad(args);
+        assert!(
+            line.contains(shown),
+            "{args:?}: {line:?} should show {shown}"
+        );
+        assert!(!line.chars().any(char::is_control), "{args:?}: {line:?}");
+        assert!(!line.contains('\u{202e}'), "{args:?}: {line:?}");
+    }
+}
+
+#[test]
 fn good_edge_values_are_accepted() {
     for args in [
         &["-p", "0"][..],

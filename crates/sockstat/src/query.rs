@@ -14,6 +14,9 @@ use ipnet::IpNet;
 use crate::model::{Endpoint, Family, Owner, Process, Proto, Socket, State};
 
 /// A filter value that could not be parsed. The message names the bad value and what is allowed.
+///
+/// The message is one line and safe to print on a terminal: control characters, bidi controls and
+/// invalid UTF-8 in the value are escaped as the table escapes them (`\n`, `\x1b`, `\u{202e}`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterError {
     message: String,
@@ -21,11 +24,16 @@ pub struct FilterError {
 
 impl FilterError {
     fn new(message: String) -> FilterError {
-        FilterError { message }
+        FilterError::from_message(message)
     }
 
-    /// An error with this message (for filters parsed outside this module).
+    /// An error with this message (for filters parsed outside this module). Characters that
+    /// must not reach a terminal are escaped.
     pub fn from_message(message: String) -> FilterError {
+        let message = match crate::render::sanitize::for_terminal(message.as_bytes()) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(escaped) => escaped,
+        };
         FilterError { message }
     }
 }
@@ -553,6 +561,87 @@ pub fn prefix_contains(net: &IpNet, ip: IpAddr) -> bool {
     match (net, ip) {
         (IpNet::V4(n), IpAddr::V6(a)) => a.to_ipv4_mapped().is_some_and(|v4| n.contains(&v4)),
         (n, a) => n.contains(&a),
+    }
+}
+
+/// The body of the `filters` cargo-fuzz target (`fuzz/fuzz_targets/filters.rs`), replayed on
+/// its corpus by `crates/sockstat/tests/fuzz_filters.rs` on stable. The first byte picks a
+/// parser, the rest is the value; the parser must not panic, an error must be one printable
+/// line, and an accepted value must satisfy what the filters rely on.
+#[doc(hidden)]
+pub fn fuzz_filters(data: &[u8]) {
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let check_error = |e: &FilterError| {
+        let m = e.to_string();
+        assert!(
+            !m.chars().any(|c| c.is_control()),
+            "error message not one printable line: {m:?}"
+        );
+    };
+    match which % 6 {
+        0 => match PortSet::parse(&text) {
+            Ok(set) => {
+                let r = set.ranges();
+                assert!(!r.is_empty());
+                for (i, &(lo, hi)) in r.iter().enumerate() {
+                    assert!(lo <= hi);
+                    assert!(set.contains(lo) && set.contains(hi));
+                    if let Some(&(next_lo, _)) = r.get(i + 1) {
+                        // Merged: sorted, no overlap, no adjacency.
+                        assert!(u32::from(hi) + 1 < u32::from(next_lo));
+                    }
+                }
+                if let Some(lo) = r[0].0.checked_sub(1) {
+                    assert!(!set.contains(lo));
+                }
+            }
+            Err(e) => check_error(&e),
+        },
+        1 => match parse_protos(&text) {
+            Ok(v) => {
+                for (i, p) in v.iter().enumerate() {
+                    assert!(!v[i + 1..].contains(p), "duplicate protocol");
+                }
+            }
+            Err(e) => check_error(&e),
+        },
+        2 => match parse_states(&text) {
+            Ok(v) => {
+                for (i, s) in v.iter().enumerate() {
+                    assert!(!v[i + 1..].contains(s), "duplicate state");
+                }
+            }
+            Err(e) => check_error(&e),
+        },
+        3 => match parse_pids(&text) {
+            Ok(v) => {
+                assert!(!v.is_empty());
+                assert!(v.windows(2).all(|w| w[0] < w[1]));
+                assert!(v.iter().all(|&p| (1..=4_194_304).contains(&p)));
+            }
+            Err(e) => check_error(&e),
+        },
+        4 => match parse_prefix(&text) {
+            Ok(net) => {
+                assert_eq!(net, net.trunc());
+                assert!(net.contains(&net.network()));
+                // What the filter prints back must parse to the same prefix.
+                assert_eq!(parse_prefix(&net.to_string()), Ok(net));
+            }
+            Err(e) => check_error(&e),
+        },
+        _ => match CommandMatch::parse(&text) {
+            Ok(m) => {
+                let _ = m.matches(rest);
+                if !text.contains(['*', '?', '[']) {
+                    assert!(m.matches(text.as_bytes()), "a plain name must match itself");
+                }
+            }
+            Err(e) => check_error(&e),
+        },
     }
 }
 

@@ -20,6 +20,12 @@ fn is_dangerous(c: char) -> bool {
         | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
 }
 
+/// True when `s` holds no character that [`for_terminal`] would escape other than `\\` (text
+/// that was escaped already, or never needed it).
+pub fn is_printable(s: &str) -> bool {
+    !s.chars().any(is_dangerous)
+}
+
 /// Escapes `bytes` for display: invalid UTF-8 as `\xNN`, control and format characters as
 /// `\n`, `\t`, `\xNN` or `\u{NNNN}`, and `\` as `\\`. Returns the input unchanged (borrowed) when
 /// nothing needs escaping.

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The long fuzz runs (issue 7 item 1): each target named on the command line runs for SECONDS
+# (default 3600) from its committed seeds, its log kept in fuzz/logs/<target>.log, and the corpus
+# it grew minimized back into fuzz/corpus/<target>/ with `cargo fuzz cmin`.
+#
+#   fuzz/campaign.sh [-t SECONDS] TARGET...
+#
+# Runs at nice 19, so it can share a machine with other work. Needs nightly and cargo-fuzz.
+set -euo pipefail
+cd "$(dirname "$0")"
+secs=3600
+if [ "${1:-}" = "-t" ]; then secs=$2; shift 2; fi
+mkdir -p logs work
+for t in "$@"; do
+    rm -rf "work/$t"
+    cp -r "corpus/$t" "work/$t"
+    log="logs/$t.log"
+    {
+        echo "# cargo +nightly fuzz run $t -- -max_total_time=$secs (nice 19)"
+        echo "# started $(date -u +%FT%TZ) on $(uname -r), $(nproc) cpus"
+    } >"$log"
+    status=0
+    nice -n 19 cargo +nightly fuzz run "$t" "work/$t" -- \
+        -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 >>"$log" 2>&1 || status=$?
+    echo "# ended $(date -u +%FT%TZ) with status $status" >>"$log"
+    if [ "$status" -ne 0 ]; then
+        echo "campaign: $t failed (status $status); see fuzz/$log and fuzz/artifacts/$t" >&2
+        continue
+    fi
+    # Keep only inputs that add coverage, so the committed corpus stays small.
+    nice -n 19 cargo +nightly fuzz cmin "$t" "work/$t" >>"logs/$t.cmin.log" 2>&1
+    echo "# corpus: $(ls "work/$t" | wc -l) files after cmin (seeded with $(ls "corpus/$t" | wc -l))" >>"$log"
+    rm -rf "corpus/$t" && mv "work/$t" "corpus/$t"
+done
