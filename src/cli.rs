@@ -231,13 +231,15 @@ pub struct OutputArgs {
     pub color: ColorWhen,
     /// Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop);
     /// otherwise successive listings, each after a '=== TIME ===' line (JSON: one document per
-    /// line; with -T, one line per TCP connection per refresh).
+    /// line; with -T, one line per TCP connection per refresh). Also for the ports, counters
+    /// and diagnose views (counters without SECONDS: deltas over the watch interval).
     #[arg(
         long,
         value_name = "SECONDS",
         num_args = 0..=1,
         default_missing_value = "2",
         value_parser = crate::watch::parse_interval,
+        global = true,
         help_heading = "Watch"
     )]
     pub watch: Option<f64>,
@@ -246,7 +248,7 @@ pub struct OutputArgs {
     #[arg(long, conflicts_with_all = ["summary", "csv"], help_heading = "Watch")]
     pub events: bool,
     /// Stop after N refreshes (with --events, the first is the baseline). Implies --watch.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Watch")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), global = true, help_heading = "Watch")]
     pub count: Option<u64>,
 }
 

@@ -22,11 +22,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    let watching = cli.output.watch.is_some() || cli.output.events || cli.output.count.is_some();
     let result = match &cli.command {
-        Some(_) if watching => Err(anyhow::anyhow!(
-            "--watch, --events and --count work with the listing, not with subcommands"
-        )),
         Some(cmd) => commands::run(cmd, &cli),
         None => run(&cli).map(|()| ExitCode::SUCCESS),
     };
@@ -104,6 +100,12 @@ fn one_line(e: &clap::Error) -> String {
         Some(v) => line.replace(HOLE, &v),
         None => line.into_owned(),
     }
+}
+
+/// The refresh interval when `--watch` or `--count` asks for watch mode (`--count` alone
+/// refreshes at the default interval).
+pub fn watch_interval(o: &OutputArgs) -> Option<f64> {
+    o.watch.or(o.count.map(|_| watch::DEFAULT_INTERVAL_SECS))
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

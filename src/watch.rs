@@ -619,6 +619,91 @@ fn write_tcp_series(
     Ok(())
 }
 
+/// What one refresh of a subcommand's view wrote: its output and its warning lines.
+pub struct Frame {
+    /// What the view writes on standard output.
+    pub out: Vec<u8>,
+    /// Its warning lines (`sockstat: warning: ...`), as it writes them on standard error.
+    pub err: Vec<u8>,
+}
+
+/// `--watch` for a subcommand (`ports`, `counters`, `diagnose`): `refresh` runs the view once,
+/// writing into the two buffers of a [`Frame`], and returns the view's exit status. On a
+/// terminal each refresh redraws the screen, warnings included; elsewhere each refresh is printed
+/// after a `=== <UTC time> ===` line (JSON: one document per line) and warnings go to stderr when
+/// they change. Returns the exit status of the last refresh.
+pub fn run_view(
+    interval_s: f64,
+    count: Option<u64>,
+    json: bool,
+    what: &str,
+    mut refresh: impl FnMut(&mut Frame) -> anyhow::Result<std::process::ExitCode>,
+) -> anyhow::Result<std::process::ExitCode> {
+    let interval = Duration::from_secs_f64(interval_s);
+    let screen =
+        !json && io::stdout().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+    let stop = stop_flag()?;
+    let _screen = if screen {
+        Some(AltScreen::enter()?)
+    } else {
+        None
+    };
+    let stdout = io::stdout();
+    let mut last_err: Vec<u8> = Vec::new();
+    let mut code = std::process::ExitCode::SUCCESS;
+    let mut refreshes: u64 = 0;
+    let mut next_at = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let mut frame = Frame {
+            out: Vec::with_capacity(16 * 1024),
+            err: Vec::new(),
+        };
+        code = refresh(&mut frame)?;
+        if stop.load(Ordering::Relaxed) && refreshes > 0 {
+            // Interrupted mid-refresh (a view that samples twice): nothing half-done is shown.
+            break;
+        }
+        refreshes += 1;
+        let now = utc_timestamp(SystemTime::now());
+        let mut buf: Vec<u8> = Vec::with_capacity(frame.out.len() + 256);
+        if screen {
+            let mut body = frame.out;
+            body.extend_from_slice(&frame.err);
+            write_frame(&mut buf, what, interval, &now, &body, terminal_rows());
+        } else if json {
+            buf.extend(frame.out.iter().filter(|&&b| b != b'\n'));
+            buf.push(b'\n');
+        } else {
+            writeln!(buf, "=== {now} ===")?;
+            buf.extend_from_slice(&frame.out);
+        }
+        {
+            let mut out = stdout.lock();
+            out.write_all(&buf)?;
+            out.flush()?;
+        }
+        if !screen && frame.err != last_err {
+            let mut err = io::stderr().lock();
+            let _ = err.write_all(&frame.err);
+            last_err = frame.err;
+        }
+        if count.is_some_and(|n| refreshes >= n) {
+            break;
+        }
+        next_at += interval;
+        let now = Instant::now();
+        if next_at < now {
+            // The view took longer than the interval (a sampling view): go on from now.
+            next_at = now;
+        }
+        while !stop.load(Ordering::Relaxed) && Instant::now() < next_at {
+            let left = next_at.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+    Ok(code)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

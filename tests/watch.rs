@@ -269,8 +269,12 @@ fn bad_watch_input_is_one_line_and_status_2() {
         (&["--count", "0", "--watch"][..], "--count"),
         (&["--events", "--summary"][..], "--summary"),
         (
-            &["--watch", "1", "ports"][..],
-            "--watch, --events and --count work with the listing, not with subcommands",
+            &["--events", "ports"][..],
+            "--events works with the listing, not with subcommands (try --watch)",
+        ),
+        (
+            &["serve", "--watch", "1"][..],
+            "serve runs until stopped: --watch and --count do not apply to it",
         ),
     ] {
         let out = sockstat(args).run().no_panic();
@@ -278,4 +282,120 @@ fn bad_watch_input_is_one_line_and_status_2() {
         assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
     }
+}
+
+/// Checks a subcommand's JSON document against its schema in doc/.
+fn validate_against(schema: &str, v: &Value) {
+    let path = format!("{}/doc/{schema}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("schema file");
+    let schema_v: Value = serde_json::from_str(&text).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema_v).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{schema}: {errors:?}\n{v}");
+}
+
+#[test]
+fn ports_view_is_watched_like_the_listing() {
+    // A real connection whose client end has an ephemeral port: each snapshot's report counts it.
+    let h = Holder::spawn(&["tcp4-pair"]);
+    let listen_port = h.item(0).sock().port();
+    for args in [
+        &["ports", "--watch", "0.2", "--count", "2"][..],
+        &["--watch", "0.2", "--count", "2", "ports"][..],
+    ] {
+        let out = sockstat(args).ok();
+        let stamps = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("=== ") && l.ends_with("Z ==="))
+            .count();
+        assert_eq!(stamps, 2, "{args:?}: {}", out.stdout);
+        assert!(out.stdout.starts_with("=== "), "{}", out.stdout);
+        assert!(!out.stdout.contains('\x1b'), "no escapes when piped");
+    }
+    let out = sockstat(&["ports", "--watch", "0.2", "--count", "2", "--json", "-v"]).ok();
+    let docs: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(docs.len(), 2, "{}", out.stdout);
+    for d in &docs {
+        validate_against("ports.schema.json", d);
+        let dests = d["destinations"].as_array().expect("destinations");
+        assert!(
+            dests.iter().any(|x| x["remote_port"] == listen_port
+                && x["remote_address"] == "127.0.0.1"
+                && x["states"]["ESTABLISHED"] == 1),
+            "the held connection to port {listen_port} in every refresh: {d}"
+        );
+    }
+}
+
+#[test]
+fn counters_view_refreshes_with_deltas_over_the_watch_interval() {
+    let out = sockstat(&["counters", "--watch", "0.3", "--count", "3", "--json"]).ok();
+    let docs: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(docs.len(), 3, "{}", out.stdout);
+    for d in &docs {
+        validate_against("counters.schema.json", d);
+        // Without SECONDS, each refresh is the deltas over the watch interval (never since boot).
+        let i = d["interval_s"]
+            .as_f64()
+            .expect("interval_s: deltas, not totals");
+        assert!((0.29..5.0).contains(&i), "interval {i}");
+    }
+}
+
+#[test]
+fn diagnose_view_is_watched_and_keeps_its_exit_status() {
+    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+    let port = h.item(0).sock().port().to_string();
+    let out = sockstat(&[
+        "--watch",
+        "0.1",
+        "--count",
+        "2",
+        "diagnose",
+        "--interval",
+        "0.1",
+        "--json",
+        "-p",
+        &port,
+    ])
+    .run()
+    .no_panic();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let docs: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(docs.len(), 2, "{}", out.stdout);
+    for d in &docs {
+        validate_against("diagnose.schema.json", d);
+    }
+}
+
+#[test]
+fn a_subcommand_view_is_redrawn_on_a_terminal() {
+    let (code, raw) = run_on_pty(sockstat(&["ports", "--watch", "0.1", "--count", "2"]));
+    assert_eq!(code, Some(0));
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
+    assert!(
+        text.trim_end().ends_with("\x1b[?7h\x1b[?25h\x1b[?1049l"),
+        "{text:?}"
+    );
+    assert_eq!(text.matches("\x1b[H").count(), 2, "{text:?}");
+    assert_eq!(
+        text.matches("Every 0.1s: sockstat ports --watch").count(),
+        2,
+        "{text:?}"
+    );
+    assert!(!text.contains("=== "), "{text:?}");
 }

@@ -143,7 +143,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__counters)
-            opts="-q -v -h -j -z -Z --interval --all --json --color --help --proc-root"
+            opts="-q -v -h -j -z -Z --interval --all --json --color --help --proc-root --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -169,6 +169,14 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -177,7 +185,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__diagnose)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -253,6 +261,14 @@ _sockstat() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -347,7 +363,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__ports)
-            opts="-4 -6 -L -p -q -v -h -j -z -Z --src --dst --interval --json --color --help --proc-root"
+            opts="-4 -6 -L -p -q -v -h -j -z -Z --src --dst --interval --json --color --help --proc-root --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -385,6 +401,14 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -393,7 +417,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__serve)
-            opts="-h --listen --top --scrape-budget --proc-root --help"
+            opts="-h --listen --top --scrape-budget --proc-root --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -412,6 +436,14 @@ _sockstat() {
                     return 0
                     ;;
                 --proc-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

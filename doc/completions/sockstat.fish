@@ -36,7 +36,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l command -d 'Only sock
 complete -c sockstat -n "__fish_sockstat_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
-complete -c sockstat -n "__fish_sockstat_needs_command" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh)' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -88,6 +88,8 @@ always\t'Always'
 never\t'Never'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s z -s j -d 'Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l proc-root -d 'Read the counter files from this directory instead of /proc (testing)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l all -d 'Also show counters that are zero (or did not move over the interval)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l json -d 'One JSON document: {"version":1,"interval_s","counters":[{"group","name","value" or "delta","meaning","trouble"}],"hidden_zero","warnings"}'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s q -d 'Do not print the title and header lines'
@@ -117,6 +119,8 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l bandwidth
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 4 -d 'Show IPv4 sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 6 -d 'Show IPv6 sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s u -d 'Show Unix domain sockets'
@@ -138,6 +142,8 @@ always\t'Always'
 never\t'Never'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s z -s j -d 'Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l proc-root -d 'Read sysctls and counters from this directory instead of /proc (testing)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 4 -d 'Only IPv4 sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 6 -d 'Only IPv6 sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s L -d 'Hide connections whose local or remote address is loopback (127/8, ::1)'
@@ -150,6 +156,8 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l listen -d 'A
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l top -d 'Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l scrape-budget -d 'Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l proc-root -d 'Read /proc from this directory (testing)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
 complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'

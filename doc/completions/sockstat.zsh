@@ -28,7 +28,7 @@ _sockstat() {
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
-'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh)]::SECONDS:_default' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
@@ -91,6 +91,8 @@ never\:"Never"))' \
 '(-Z)-z+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
 '(-Z)-j+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
 '--proc-root=[Read the counter files from this directory instead of /proc (testing)]:DIR:_files' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '--all[Also show counters that are zero (or did not move over the interval)]' \
 '--json[One JSON document\: {"version"\:1,"interval_s","counters"\:\[{"group","name","value" or "delta","meaning","trouble"}\],"hidden_zero","warnings"}]' \
 '-q[Do not print the title and header lines]' \
@@ -127,6 +129,8 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '-4[Show IPv4 sockets]' \
 '-6[Show IPv6 sockets]' \
 '-u[Show Unix domain sockets]' \
@@ -154,6 +158,8 @@ never\:"Never"))' \
 '(-Z)-z+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
 '(-Z)-j+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
 '--proc-root=[Read sysctls and counters from this directory instead of /proc (testing)]:DIR:_files' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '-4[Only IPv4 sockets]' \
 '-6[Only IPv6 sockets]' \
 '-L[Hide connections whose local or remote address is loopback (127/8, \:\:1)]' \
@@ -171,6 +177,8 @@ _arguments "${_arguments_options[@]}" : \
 '--top=[Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)]:N:_default' \
 '--scrape-budget=[Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)]:DURATION:_default' \
 '--proc-root=[Read /proc from this directory (testing)]:DIR:_files' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0

@@ -58,10 +58,8 @@ pub fn output_options(quiet: bool, verbose: bool, color: ColorWhen) -> render::O
     o
 }
 
-/// Prints warnings on stderr, one line each (details with -v).
-pub fn print_warnings(warnings: &[sockstat::Warning], verbose: bool) {
-    let stderr = io::stderr();
-    let mut err = stderr.lock();
+/// Writes warnings as stderr shows them, one line each (details with -v).
+pub fn write_warnings(err: &mut dyn Write, warnings: &[sockstat::Warning], verbose: bool) {
     for w in warnings {
         let _ = writeln!(err, "sockstat: warning: {}", w.message);
         if verbose {
@@ -244,8 +242,16 @@ pub struct CountersArgs {
 }
 
 /// Runs `sockstat counters`.
-pub fn run(args: &CountersArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
-    let interval_s = interval(args.seconds, args.interval)?;
+///
+/// Writes the view on `out` and its warnings on `err`. Under `--watch` without SECONDS, each
+/// refresh shows the deltas over the watch interval.
+pub fn run(
+    args: &CountersArgs,
+    cli: &Cli,
+    mut out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let interval_s = interval(args.seconds, args.interval)?.or(crate::watch_interval(&cli.output));
     let json = args.json || cli.output.json;
     let opts = output_options(args.quiet, args.verbose, args.color);
     let root = args
@@ -264,15 +270,11 @@ pub fn run(args: &CountersArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     report.warnings.dedup();
     let mut opts = opts;
     opts.zone = zones.all_zones;
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
     if json {
         render::counters::write_json(&report, &opts, &mut out)?;
-        out.flush()?;
     } else {
         render::counters::write_table(&report, &opts, &mut out)?;
-        out.flush()?;
-        print_warnings(&report.warnings, args.verbose);
+        write_warnings(err, &report.warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
 }

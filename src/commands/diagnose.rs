@@ -4,7 +4,7 @@
 //! do) and the exit status: 0 healthy (or info only), 1 a finding at warning level or above,
 //! 2 an error.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -213,7 +213,14 @@ fn zone_sample(z: &ZonesSample, t: &ZoneTarget, i: usize) -> Sample {
 }
 
 /// Runs `sockstat diagnose`.
-pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
+///
+/// Writes the report on `out` and its warnings on `err`.
+pub fn run(
+    a: &DiagnoseArgs,
+    _cli: &Cli,
+    mut out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let mut q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
     if q.protos.as_ref().is_some_and(|p| !p.contains(&Proto::Tcp)) {
         anyhow::bail!("diagnose looks at TCP connections only: drop -P or include tcp in it");
@@ -318,16 +325,12 @@ pub fn run(a: &DiagnoseArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
     }
 
     let opts = super::counters::output_options(false, a.verbose, a.color);
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
         render::diagnose::write_json(&report, &opts, &mut out)?;
     } else {
         render::diagnose::write_text(&report, &opts, &mut out)?;
-        out.flush()?;
-        super::counters::print_warnings(&report.warnings, a.verbose);
+        super::counters::write_warnings(err, &report.warnings, a.verbose);
     }
-    out.flush()?;
     Ok(if report.has_problems() {
         ExitCode::from(1)
     } else {

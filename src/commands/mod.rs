@@ -6,6 +6,9 @@ pub mod diagnose;
 pub mod ports;
 pub mod serve;
 
+use std::io::{self, Write};
+use std::process::ExitCode;
+
 use crate::cli::Cli;
 
 /// The subcommands.
@@ -57,12 +60,45 @@ pub enum Command {
     Serve(serve::ServeArgs),
 }
 
-/// Runs a subcommand; returns the process exit status.
-pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<std::process::ExitCode> {
-    match cmd {
-        Command::Counters(a) => counters::run(a, cli),
-        Command::Diagnose(a) => diagnose::run(a, cli),
-        Command::Ports(a) => ports::run(a, cli),
-        Command::Serve(a) => serve::run(a, cli),
+/// Runs a subcommand; returns the process exit status. `--watch`/`--count` run the view
+/// again and again (`crate::watch::run_view`); `serve` runs until stopped and takes neither.
+pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
+    if cli.output.events {
+        anyhow::bail!("--events works with the listing, not with subcommands (try --watch)");
+    }
+    let view = |out: &mut dyn Write, err: &mut dyn Write| -> anyhow::Result<ExitCode> {
+        match cmd {
+            Command::Counters(a) => counters::run(a, cli, out, err),
+            Command::Diagnose(a) => diagnose::run(a, cli, out, err),
+            Command::Ports(a) => ports::run(a, cli, out, err),
+            Command::Serve(_) => unreachable!("serve is not a view"),
+        }
+    };
+    let json = match cmd {
+        Command::Counters(a) => a.json || cli.output.json,
+        Command::Diagnose(a) => a.json,
+        Command::Ports(a) => a.json || cli.output.json,
+        Command::Serve(a) => {
+            if crate::watch_interval(&cli.output).is_some() {
+                anyhow::bail!("serve runs until stopped: --watch and --count do not apply to it");
+            }
+            return serve::run(a, cli);
+        }
+    };
+    match crate::watch_interval(&cli.output) {
+        Some(interval) => crate::watch::run_view(
+            interval,
+            cli.output.count,
+            json,
+            &crate::watch::title(),
+            |f| view(&mut f.out, &mut f.err),
+        ),
+        None => {
+            let stdout = io::stdout();
+            let mut out = io::BufWriter::new(stdout.lock());
+            let code = view(&mut out, &mut io::stderr().lock())?;
+            out.flush()?;
+            Ok(code)
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! The analysis is `sockstat::ports`; this file owns the flags, the sampling and the exit
 //! status.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -17,8 +17,8 @@ use sockstat::sys::netns::ZoneTarget;
 use sockstat::{render, PortSet, Proto, Query, Snapshot, ZoneSelect};
 
 use super::counters::{
-    in_zone, output_options, parse_seconds, print_warnings, select_zones,
-    sysctls_unreadable_warning, zones_skipped_warning, Reach, ZoneArgs,
+    in_zone, output_options, parse_seconds, select_zones, sysctls_unreadable_warning,
+    write_warnings, zones_skipped_warning, Reach, ZoneArgs,
 };
 use crate::cli::{Cli, ColorWhen};
 
@@ -126,7 +126,14 @@ fn sample(q: &Query, paths: &ProcPaths, counters: bool) -> anyhow::Result<Sample
 }
 
 /// Runs `sockstat ports`.
-pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
+///
+/// Writes the report on `out` and its warnings on `err`.
+pub fn run(
+    args: &PortsArgs,
+    cli: &Cli,
+    mut out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let json = args.json || cli.output.json;
     let opts = output_options(args.quiet, args.verbose, args.color);
     let root = args
@@ -135,7 +142,13 @@ pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from("/proc"));
     let zones = args.zones.or_global(cli);
     if let Some((targets, warnings)) = select_zones(&zones, &root)? {
-        return run_zones(args, &zones, &targets, warnings, &root, json, &opts);
+        let view = View {
+            json,
+            opts: &opts,
+            out,
+            err,
+        };
+        return run_zones(args, &zones, &targets, warnings, &root, view);
     }
     let root = ProcPaths::new(&root);
     let gather = args.gather_query();
@@ -170,18 +183,14 @@ pub fn run(args: &PortsArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         time_wait_total,
         filter: Some(&filter),
     });
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
     if json {
         report
             .warnings
             .extend(last.snap.warnings.iter().map(ports::finding_from_warning));
         render::ports::write_json(&report, &opts, &mut out)?;
-        out.flush()?;
     } else {
         render::ports::write_table(&report, &opts, &mut out)?;
-        out.flush()?;
-        print_warnings(&last.snap.warnings, args.verbose);
+        write_warnings(err, &last.snap.warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -222,6 +231,14 @@ fn zone_counters(targets: &[ZoneTarget], root: &Path) -> Vec<Option<CounterSet>>
         .collect()
 }
 
+/// How and where a report is written.
+struct View<'a> {
+    json: bool,
+    opts: &'a render::Options,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+}
+
 /// `ports -z ZONE` / `ports -Z`: the sockets of the selected zones in one gathering (the
 /// listing's zone machinery), then each zone analysed with its own sysctls and counters, read
 /// from a thread in that zone.
@@ -231,9 +248,14 @@ fn run_zones(
     targets: &[ZoneTarget],
     discovery_warnings: Vec<sockstat::Warning>,
     root: &Path,
-    json: bool,
-    opts: &render::Options,
+    view: View<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let View {
+        json,
+        opts,
+        mut out,
+        err,
+    } = view;
     let mut gather = args.gather_query();
     gather.zones = match &zones.zone {
         Some(spec) => ZoneSelect::Named(spec.clone()),
@@ -320,8 +342,6 @@ fn run_zones(
     ));
     warnings.extend(zones_skipped_warning(skipped, "they have no port report"));
     warnings.dedup();
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
     let single = !zones.all_zones && reports.len() == 1;
     if json {
         let findings: Vec<ports::Finding> =
@@ -333,11 +353,9 @@ fn run_zones(
         } else {
             render::ports::write_zones_json(&reports, &findings, &mut out)?;
         }
-        out.flush()?;
     } else {
         render::ports::write_zones_table(&reports, opts, &mut out)?;
-        out.flush()?;
-        print_warnings(&warnings, args.verbose);
+        write_warnings(err, &warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
 }
