@@ -300,7 +300,7 @@ enum Mode {
 }
 
 /// Sets the flag on SIGINT, SIGTERM and SIGHUP, so the loop ends cleanly (terminal restored).
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,

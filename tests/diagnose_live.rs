@@ -1082,3 +1082,155 @@ fn loopback_negative_cases() {
     let _ = acceptor.join();
     let _ = connector.join();
 }
+
+// ---------------------------------------------------------------------------------------------
+// sockstat trace: the picture of a send-buffer-limited transfer (issue 8 item 3)
+
+/// `sockstat trace` follows the client of a 16 KiB-SO_SNDBUF transfer over the 20 ms path and
+/// draws it: the send queue sits at the send buffer's limit (it overshoots by up to one
+/// 64 KiB TSO packet, which the kernel allows) while the bytes in flight stay well under both
+/// windows; the header names the send buffer as the limit (the share `diagnose` needs), and the
+/// acked rate is the goodput the reader measured.
+#[test]
+fn trace_draws_a_send_buffer_plateau() {
+    let Some(_g) = lab("trace_draws_a_send_buffer_plateau") else {
+        return;
+    };
+    let p = wan("dtr", 9, 0.0, RATE);
+    let bulk = Bulk::start(
+        &p.a,
+        &p.b,
+        &p.addr_b,
+        5009,
+        BulkOpts {
+            client_sndbuf: Some(16384),
+            ..BulkOpts::default()
+        },
+    );
+    std::thread::sleep(ms(1500));
+    let dir = tempfile::tempdir().unwrap();
+    let svg_path = dir.path().join("plateau.svg");
+    let svg_arg = svg_path.to_str().unwrap().to_string();
+    let (goodput, out) = bulk.measure(|| {
+        output_retrying_etxtbsy(|| {
+            let mut c = p.a.command(BIN);
+            c.args([
+                "trace",
+                "-p",
+                "5009",
+                "--duration",
+                "3",
+                "--interval",
+                "0.05",
+                "--json",
+                "-o",
+                &svg_arg,
+            ]);
+            c
+        })
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let (last, samples) = lines.split_last().unwrap();
+    eprintln!("trace summary: {last}");
+    assert!(samples.len() >= 30, "{} samples", samples.len());
+    let n = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k}: {v}"));
+    for s in samples {
+        assert_eq!(n(s, "sndbuf_bytes"), 32768.0, "{s}");
+    }
+    let median = |k: &str| {
+        let mut v: Vec<f64> = samples.iter().map(|s| n(s, k)).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (inflight, queued) = (median("in_flight_bytes"), median("send_queued_bytes"));
+    assert!(
+        queued >= 0.9 * 32768.0,
+        "the send queue is full: median {queued}"
+    );
+    assert!(
+        median("peer_window_bytes") > 1.5 * inflight && median("cwnd_bytes") > 1.5 * inflight,
+        "neither window is what limits it (in flight {inflight}): {samples:?}"
+    );
+    let summary = &last["summary"];
+    let share = n(summary, "sndbuf_limited_share");
+    assert!(
+        share >= 0.2, // diagnose's SNDBUF_SHARE: the share R1 needs
+        "send buffer named as the limit: {last}"
+    );
+    assert!(n(summary, "rwnd_limited_share") < 0.2, "{last}");
+    let acked = n(summary, "acked_bytes_per_sec");
+    assert!(
+        (acked - goodput).abs() < 0.25 * goodput,
+        "acked {acked} B/s vs goodput {goodput} B/s measured by the reader"
+    );
+    assert!(last["connection"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("{}:5009", p.addr_b)));
+
+    // The file: well-formed SVG, one point per sample in each series, the in-flight line on or
+    // under the send-buffer line at every sample (SVG's y grows downwards), the summary kept.
+    let text = std::fs::read_to_string(&svg_path).unwrap();
+    if let Some(keep) = std::env::var_os("SOCKSTAT_KEEP_TRACE") {
+        // To look at the picture: SOCKSTAT_KEEP_TRACE=/tmp/plateau.svg cargo test ...
+        std::fs::write(keep, &text).unwrap();
+    }
+    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let line = |id: &str| -> Vec<(f64, f64)> {
+        let node = doc
+            .descendants()
+            .find(|x| x.attribute("id") == Some(id))
+            .unwrap_or_else(|| panic!("no polyline {id}"));
+        node.attribute("points")
+            .unwrap()
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect()
+    };
+    for id in [
+        "bytes_acked",
+        "cwnd",
+        "peer_window",
+        "sndbuf",
+        "send_queued",
+    ] {
+        assert_eq!(line(id).len(), samples.len(), "{id}");
+    }
+    // Drawn: the in-flight line below both window lines (SVG's y grows downwards), the send
+    // queue at the send buffer's line.
+    let median_y = |id: &str| {
+        let mut v: Vec<f64> = line(id).iter().map(|p| p.1).collect();
+        assert_eq!(v.len(), samples.len(), "{id}");
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    assert!(median_y("in_flight") > median_y("cwnd"));
+    assert!(median_y("in_flight") > median_y("peer_window"));
+    assert!(median_y("send_queued") <= median_y("sndbuf") + 0.05);
+    let meta = doc
+        .descendants()
+        .find(|x| x.attribute("id") == Some("summary"))
+        .and_then(|m| m.text())
+        .unwrap();
+    let meta: Value = serde_json::from_str(meta).unwrap();
+    assert_eq!(meta, *summary);
+    let title = doc
+        .descendants()
+        .find(|x| x.has_tag_name("title"))
+        .and_then(|t| t.text())
+        .unwrap();
+    assert!(title.contains(":5009 ESTABLISHED"), "{title}");
+}

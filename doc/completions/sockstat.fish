@@ -81,6 +81,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Ker
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval -d 'Same as SECONDS' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
@@ -159,8 +160,44 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l proc-root -d
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s P -d 'Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s z -s j -d 'Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
+netlink\t'sock_diag only; a failed dump is an error'
+proc\t'/proc/net text only (no socket cookies)'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc'
+proc\t'/proc/PID/fd only'
+bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l record-netlink -d 'Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l replay-netlink -d 'Replay sock_diag replies saved with --record-netlink instead of asking the kernel' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l id -d 'Only the socket with this id (the inode: -i\'s ID column, "id" in JSON); picks one end of a loopback connection' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l cookie -d 'Only the socket with this cookie ("cookie" in JSON, `sockstat --events`)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s o -l output -d 'Write the picture to FILE (SVG)' -r -F
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l interval -d 'Seconds between samples (fractions allowed, 0.001 to 60)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l duration -d 'How long to trace, in seconds (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s 4 -d 'Show IPv4 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s 6 -d 'Show IPv6 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s u -d 'Show Unix domain sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every zone (network namespace) on the host, with a ZONE column first'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

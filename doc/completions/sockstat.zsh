@@ -183,6 +183,48 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(trace)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default\: all the kernel has except packet]:PROTOS:_default' \
+'--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
+'--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
+'--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
+'(-Z)-z+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-j+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
+'--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
+netlink\:"sock_diag only; a failed dump is an error"
+proc\:"/proc/net text only (no socket cookies)"))' \
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc"
+proc\:"/proc/PID/fd only"
+bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
+'--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
+'--record-netlink=[Save every raw sock_diag reply in DIR (for bug reports; replay with --replay-netlink)]:DIR:_files' \
+'(--record-netlink)--replay-netlink=[Replay sock_diag replies saved with --record-netlink instead of asking the kernel]:DIR:_files' \
+'--id=[Only the socket with this id (the inode\: -i'\''s ID column, "id" in JSON); picks one end of a loopback connection]:ID:_default' \
+'--cookie=[Only the socket with this cookie ("cookie" in JSON, \`sockstat --events\`)]:COOKIE:_default' \
+'-o+[Write the picture to FILE (SVG)]:FILE:_files' \
+'--output=[Write the picture to FILE (SVG)]:FILE:_files' \
+'--interval=[Seconds between samples (fractions allowed, 0.001 to 60)]:SECONDS:_default' \
+'--duration=[How long to trace, in seconds (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)]:SECONDS:_default' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
+'-4[Show IPv4 sockets]' \
+'-6[Show IPv6 sockets]' \
+'-u[Show Unix domain sockets]' \
+'-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
+'-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-Z[Every zone (network namespace) on the host, with a ZONE column first]' \
+'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--json[Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_sockstat__subcmd__help_commands" \
@@ -211,6 +253,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(trace)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -231,6 +277,7 @@ _sockstat_commands() {
 'diagnose:What limits each TCP connection, and what to change' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
+'trace:Sample one TCP connection over time and draw it (SVG)\: acked bytes, windows, in flight' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat commands' commands "$@"
@@ -252,6 +299,7 @@ _sockstat__subcmd__help_commands() {
 'diagnose:What limits each TCP connection, and what to change' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
+'trace:Sample one TCP connection over time and draw it (SVG)\: acked bytes, windows, in flight' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat help commands' commands "$@"
@@ -281,6 +329,11 @@ _sockstat__subcmd__help__subcmd__serve_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help serve commands' commands "$@"
 }
+(( $+functions[_sockstat__subcmd__help__subcmd__trace_commands] )) ||
+_sockstat__subcmd__help__subcmd__trace_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help trace commands' commands "$@"
+}
 (( $+functions[_sockstat__subcmd__ports_commands] )) ||
 _sockstat__subcmd__ports_commands() {
     local commands; commands=()
@@ -290,6 +343,11 @@ _sockstat__subcmd__ports_commands() {
 _sockstat__subcmd__serve_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat serve commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__trace_commands] )) ||
+_sockstat__subcmd__trace_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat trace commands' commands "$@"
 }
 
 if [ "$funcstack[1]" = "_sockstat" ]; then

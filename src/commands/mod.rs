@@ -5,6 +5,7 @@ pub mod counters;
 pub mod diagnose;
 pub mod ports;
 pub mod serve;
+pub mod trace;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -58,6 +59,16 @@ pub enum Command {
     /// that exceeds --scrape-budget is answered from the last collection, with its age. Listens
     /// on loopback unless told otherwise.
     Serve(serve::ServeArgs),
+    /// Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight.
+    ///
+    /// Follows the one connection the filters select, every --interval for --duration (or
+    /// until it closes, or Ctrl-C), from tcp_info and socket memory: no packet capture. The
+    /// picture shows bytes acknowledged over time and, below, the congestion window, the
+    /// peer's advertised window, the bytes in flight, the send buffer and what is queued in
+    /// it, so a send-buffer plateau or a zero-window stall is visible at a glance; its header
+    /// gives the goodput and the share of time each limit held the sender back. --json prints
+    /// the samples as JSON lines.
+    Trace(Box<trace::TraceArgs>),
 }
 
 /// Runs a subcommand; returns the process exit status. `--watch`/`--count` run the view
@@ -71,7 +82,7 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
             Command::Counters(a) => counters::run(a, cli, out, err),
             Command::Diagnose(a) => diagnose::run(a, cli, out, err),
             Command::Ports(a) => ports::run(a, cli, out, err),
-            Command::Serve(_) => unreachable!("serve is not a view"),
+            Command::Serve(_) | Command::Trace(_) => unreachable!("not a view"),
         }
     };
     let json = match cmd {
@@ -83,6 +94,14 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("serve runs until stopped: --watch and --count do not apply to it");
             }
             return serve::run(a, cli);
+        }
+        Command::Trace(a) => {
+            if crate::watch_interval(&cli.output).is_some() {
+                anyhow::bail!(
+                    "trace samples on its own clock (--interval, --duration): --watch and --count do not apply to it"
+                );
+            }
+            return trace::run(a, cli);
         }
     };
     match crate::watch_interval(&cli.output) {

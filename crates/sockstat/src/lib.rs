@@ -41,6 +41,7 @@ pub mod ports;
 pub mod query;
 pub mod render;
 pub mod sys;
+pub mod trace;
 pub mod zone;
 
 pub use error::Error;

@@ -11,6 +11,7 @@ pub mod ports;
 pub mod sanitize;
 pub mod summary;
 pub mod table;
+pub mod trace;
 
 use std::fmt::Write as _;
 use std::net::IpAddr;

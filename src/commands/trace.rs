@@ -1,0 +1,294 @@
+//! `sockstat trace`: one TCP connection sampled every --interval for --duration, drawn as an
+//! SVG picture (`sockstat::render::trace`) and/or printed as JSON lines. The filters must pick
+//! exactly one connection; it is followed by its socket cookie until it closes.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use sockstat::render::trace::{bytes_label, rate_label};
+use sockstat::trace::{Point, Trace};
+use sockstat::{Proto, Snapshot, Socket};
+
+use crate::cli::{Cli, FilterArgs, SourceArgs};
+
+/// Parses the sampling interval: seconds, from 1 ms to 60 s.
+fn sample_interval(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.001..=60.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid sampling interval '{s}': give seconds from 0.001 to 60, like 0.05"
+        )),
+    }
+}
+
+/// Flags of `sockstat trace`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+The filters must select exactly one TCP connection (not a listener). Both ends of a loopback
+connection match its port: pick one with --id (sockstat -i shows it) or --cookie. If none
+matches yet, trace waits for one until --duration ends.
+
+The picture: bytes acknowledged over time on top; below, the congestion window, the peer's
+window, the bytes in flight, the send buffer and the memory queued against it. A send-buffer
+plateau is the send queue held at the send buffer while the bytes in flight stay well under
+both windows; a zero-window stall is the peer window on the floor while the acked line stays
+flat.
+
+Examples:
+  sockstat trace -p 5001 --dst 198.51.100.7 -o transfer.svg
+  sockstat trace --pid 4121 -c --duration 30 --interval 0.01 -o slow.svg
+  sockstat trace -p 8080 --id 51231 -o loopback.svg
+  sockstat trace -p 443 --src 192.0.2.10 --json | jq -c '{t_s, in_flight_bytes}'
+
+Exit status: 0 traced, 2 bad usage, no single connection matched, or an error.")]
+pub struct TraceArgs {
+    /// Filters.
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Data sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Only the socket with this id (the inode: -i's ID column, "id" in JSON); picks one end of
+    /// a loopback connection.
+    #[arg(long, value_name = "ID", help_heading = "Trace")]
+    pub id: Option<u64>,
+    /// Only the socket with this cookie ("cookie" in JSON, `sockstat --events`).
+    #[arg(long, value_name = "COOKIE", help_heading = "Trace")]
+    pub cookie: Option<u64>,
+    /// Write the picture to FILE (SVG).
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = "Trace")]
+    pub output: Option<PathBuf>,
+    /// Seconds between samples (fractions allowed, 0.001 to 60).
+    #[arg(long, value_name = "SECONDS", default_value = "0.05", value_parser = sample_interval, help_heading = "Trace")]
+    pub interval: f64,
+    /// How long to trace, in seconds (the trace also ends when the connection closes or on
+    /// Ctrl-C; what was sampled is still drawn).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = super::counters::parse_seconds, help_heading = "Trace")]
+    pub duration: f64,
+    /// Print each sample as a JSON line on stdout as it is taken, then one line with the
+    /// connection and the summary.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Print help.
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// The connections of `snap` a trace can follow: TCP with tcp_info, not listening, with the
+/// id and cookie asked for.
+fn candidates<'a>(snap: &'a Snapshot, a: &TraceArgs) -> Vec<&'a Socket> {
+    snap.sockets
+        .iter()
+        .filter(|s| s.proto == Proto::Tcp && s.tcp.is_some() && !s.is_listening())
+        .filter(|s| a.id.is_none_or(|id| s.id == Some(id)))
+        .filter(|s| a.cookie.is_none_or(|c| s.cookie == Some(c)))
+        .collect()
+}
+
+/// `tcp4 192.0.2.1:40000 198.51.100.2:5001 ESTABLISHED iperf3[4121] fd 5`.
+fn describe(snap: &Snapshot, s: &Socket) -> String {
+    crate::watch::event_line(' ', snap, s, false)
+        .trim_start()
+        .to_string()
+}
+
+/// Runs `sockstat trace`.
+pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
+    let json = a.json || cli.output.json;
+    if a.output.is_none() && !json {
+        anyhow::bail!("trace needs -o FILE.svg for the picture, or --json for the samples");
+    }
+    if let Some(p) = &a.output {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !ext.eq_ignore_ascii_case("svg") {
+            anyhow::bail!(
+                "cannot write '{}': trace draws SVG; name the file .svg (rsvg-convert or a browser turns it into PNG)",
+                sockstat::render::sanitize::for_terminal(p.as_os_str().as_encoded_bytes())
+            );
+        }
+    }
+    let mut q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
+    if q.protos.as_ref().is_some_and(|p| !p.contains(&Proto::Tcp)) {
+        anyhow::bail!("trace follows a TCP connection: drop -P or include tcp in it");
+    }
+    q.protos = Some(vec![Proto::Tcp]);
+    q.families.unix = false;
+    if !q.families.inet && !q.families.inet6 {
+        q.families.inet = true;
+        q.families.inet6 = true;
+    }
+    q.tcp_info = true;
+    q.memory = true;
+    q.congestion = true;
+    // Owners are read once, to name the connection; the samples need only the dump (unless an
+    // owner filter must be applied every time).
+    let mut sampling = q.clone();
+    sampling.owners = q.filters_owners() && q.owners;
+
+    let stop = crate::watch::stop_flag()?;
+    let interval = Duration::from_secs_f64(a.interval);
+    let deadline = Instant::now() + Duration::from_secs_f64(a.duration);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut trace: Option<Trace> = None;
+    let mut title = String::new();
+    let mut start = Instant::now();
+    let mut next_at = Instant::now();
+    let mut waited = false;
+    let mut warnings: Vec<sockstat::Warning> = Vec::new();
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        let snap = sockstat::collect(if trace.is_some() { &sampling } else { &q })?;
+        match &mut trace {
+            None => {
+                let found = candidates(&snap, a);
+                match found.len() {
+                    0 => {
+                        if !waited {
+                            eprintln!(
+                                "sockstat: no TCP connection matches the filters yet; waiting up to {} s",
+                                a.duration
+                            );
+                            waited = true;
+                        }
+                    }
+                    1 => {
+                        let s = found[0];
+                        start = Instant::now();
+                        title = describe(&snap, s);
+                        let mut t = Trace::new(s);
+                        if let Some(p) = Point::of(s, 0.0) {
+                            emit(&mut out, json, &p)?;
+                            t.push(s, p);
+                        }
+                        trace = Some(t);
+                        warnings = snap.warnings.clone();
+                    }
+                    n => {
+                        let shown: Vec<String> =
+                            found.iter().take(3).map(|s| describe(&snap, s)).collect();
+                        anyhow::bail!(
+                            "{n} TCP connections match ({}{}): narrow the filters to one with --id, --cookie, --pid, --src, --dst or -p",
+                            shown.join("; "),
+                            if n > 3 { "; ..." } else { "" }
+                        );
+                    }
+                }
+            }
+            Some(t) => {
+                let now = start.elapsed().as_secs_f64();
+                match snap.sockets.iter().find(|s| t.is_of(s)) {
+                    Some(s) => {
+                        if let Some(p) = Point::of(s, now) {
+                            emit(&mut out, json, &p)?;
+                            t.push(s, p);
+                        }
+                    }
+                    None => {
+                        t.closed_at_s = Some(now);
+                        break;
+                    }
+                }
+            }
+        }
+        next_at += interval;
+        let now = Instant::now();
+        if next_at < now {
+            next_at = now;
+        }
+        while !stop.load(Ordering::Relaxed) && Instant::now() < next_at.min(deadline) {
+            let left = next_at.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+    let Some(trace) = trace else {
+        anyhow::bail!(
+            "no TCP connection matched the filters within {} s",
+            a.duration
+        );
+    };
+    let summary = trace.summary();
+    if json {
+        let line = serde_json::json!({
+            "connection": title,
+            "cookie": trace.cookie.map(|c| c.to_string()),
+            "congestion": trace.congestion,
+            "closed_at_s": trace.closed_at_s,
+            "summary": summary,
+        });
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    if let Some(path) = &a.output {
+        write_atomically(path, |f| {
+            sockstat::render::trace::write_svg(&trace, &format!("sockstat trace: {title}"), f)
+        })
+        .with_context(|| format!("cannot write the picture to {}", path.display()))?;
+        if !json {
+            let mut facts = vec![format!(
+                "{} samples over {:.1} s",
+                summary.samples, summary.duration_s
+            )];
+            if let Some(r) = summary.acked_bytes_per_sec {
+                facts.push(format!("acked {}", rate_label(r)));
+            }
+            if let Some(sh) = summary.sndbuf_limited_share {
+                facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
+            }
+            if let Some(sh) = summary.rwnd_limited_share {
+                facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
+            }
+            if let Some(p) = trace.points.last().and_then(|p| p.sndbuf_bytes) {
+                facts.push(format!("send buffer {}", bytes_label(p as f64)));
+            }
+            writeln!(out, "{title}")?;
+            writeln!(
+                out,
+                "wrote {}: {}",
+                sockstat::render::sanitize::for_terminal(path.as_os_str().as_encoded_bytes()),
+                facts.join(", ")
+            )?;
+        }
+    }
+    out.flush()?;
+    drop(out);
+    super::counters::write_warnings(&mut io::stderr().lock(), &warnings, false);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn emit(out: &mut impl Write, json: bool, p: &Point) -> anyhow::Result<()> {
+    if json {
+        serde_json::to_writer(&mut *out, p)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Writes the file next to its final name and renames it there, so a reader never sees half a
+/// picture and an earlier picture is not lost to a failed write.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut io::BufWriter<std::fs::File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other("not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut f = io::BufWriter::new(std::fs::File::create(&tmp)?);
+        write(&mut f)?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
