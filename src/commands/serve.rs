@@ -215,13 +215,13 @@ impl Collector {
                     )
                 })
                 .unwrap_or_default(),
-            tcp_mem_pages: super::diagnose::tcp_mem_pages(&paths),
+            tcp_mem_pages: sockstat::sys::diagnose::tcp_mem_pages(&paths),
             snapshot: snap,
         };
         let findings = self.previous.as_ref().map(|(t0, before)| {
             let ctx = Context {
                 interval_s: (taken - *t0).as_secs_f64(),
-                sysctls: super::diagnose::read_sysctls(&paths),
+                sysctls: sockstat::sys::diagnose::read_sysctls(&paths),
                 bandwidth: None,
                 page_size: self.page_size,
                 buf_locks: Default::default(),
@@ -318,7 +318,7 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         top: a.top,
         owners: OwnerCache::default(),
         previous: None,
-        page_size: super::diagnose::page_size(),
+        page_size: sockstat::sys::diagnose::page_size(),
     };
     let worker_shared = Arc::clone(&shared);
     std::thread::Builder::new()

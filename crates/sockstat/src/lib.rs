@@ -26,7 +26,51 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! For "which ports are open and who listens on them", see [`listening_ports`].
+//! ## Listening ports
+//!
+//! For "which ports are open and who listens on them", [`listening_ports`] gives every
+//! listening inet socket with every process holding it:
+//!
+//! ```
+//! for p in sockstat::listening_ports()? {
+//!     let who: Vec<String> = p.processes.iter().map(|(pid, _)| pid.to_string()).collect();
+//!     println!("{} {}:{} held by {}", p.proto.name(), p.address, p.port, who.join(","));
+//! }
+//! # Ok::<(), sockstat::Error>(())
+//! ```
+//!
+//! ## Diagnosing one connection
+//!
+//! [`diagnose_connections`] samples the connections a query selects twice and judges them with
+//! the rules of [`diagnose`] (send buffer, peer window, window scaling, a receiver that does not
+//! read, delayed ACKs, retransmissions, listen overflow, TIME-WAIT, ephemeral ports, memory
+//! pressure). Each finding names the socket, the numbers behind it and the change to make:
+//!
+//! ```
+//! use std::io::Write;
+//! use std::net::{TcpListener, TcpStream};
+//! use std::time::Duration;
+//!
+//! // A connection to look at: here one of our own, on loopback.
+//! let listener = TcpListener::bind("127.0.0.1:0")?;
+//! let mut client = TcpStream::connect(listener.local_addr()?)?;
+//! let (_server, _) = listener.accept()?;
+//! client.write_all(b"hello")?;
+//!
+//! let mut q = sockstat::Query::new();
+//! q.ports = Some(sockstat::PortSet::parse(&listener.local_addr()?.port().to_string())?);
+//! q.connected = true;
+//! let report = sockstat::diagnose_connections(&q, Duration::from_millis(200), None)?;
+//! assert_eq!(report.connections, 2); // both ends of the loopback connection
+//! for f in &report.findings {
+//!     println!("{} {}: {}\n  fix: {}", f.severity.name(), f.rule.id(), f.summary, f.advice);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! To watch one connection over time instead (windows, bytes in flight, the send buffer), see
+//! [`trace`]; `examples/trace_one.rs` samples a connection and writes the SVG picture that
+//! `sockstat trace` draws.
 //!
 //! Without root, every socket is still listed (with its uid); owners are found for the
 //! processes the caller may inspect, and a [`Warning`] says how many sockets were left
@@ -58,6 +102,17 @@ use std::net::IpAddr;
 /// Runs a query against the running system and returns what it saw.
 pub fn collect(query: &Query) -> Result<Snapshot, Error> {
     sys::collect(query)
+}
+
+/// Diagnoses the TCP connections `query` selects: two samples `interval` apart, judged by every
+/// rule of [`diagnose`] (what `sockstat diagnose` does in its own namespace). `bandwidth`, in
+/// bytes per second, sizes buffers for a path of that speed. See [`sys::diagnose::run`].
+pub fn diagnose_connections(
+    query: &Query,
+    interval: std::time::Duration,
+    bandwidth: Option<f64>,
+) -> Result<diagnose::Report, Error> {
+    sys::diagnose::run(query, interval, bandwidth)
 }
 
 /// Looks up a user by name, or takes a number as a uid: the form `--user` accepts.
