@@ -1,13 +1,16 @@
 //! The owner scan's BPF iterator (`iter/task_file`, Linux 5.8; `bpf_get_current_task_btf`,
-//! 5.11): a program the kernel runs once per open file of every task, which writes one 16-byte
-//! record `(tgid, fd, socket inode)` for each fd of a thread-group leader, with inode 0 for
-//! files that are not sockets (so the reader knows which processes the iterator visited). It replaces the
+//! 5.11): a program the kernel runs once per open file of every task, which writes one 24-byte
+//! record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader, with
+//! inode 0 for files that are not sockets (so the reader knows which processes the iterator
+//! visited). The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in clock
+//! ticks) lets the reader tell the process the iterator saw from a later one that reused its
+//! pid before its identity was read. It replaces the
 //! one `readlinkat` per fd of the `/proc` scan with no system call per fd at all
 //! (research/kernel.md §5.2).
 //!
 //! The program is assembled here, from the running kernel's BTF, rather than compiled from C:
-//! it is 46 instructions, and the only thing a C toolchain and a BPF loader would add is the
-//! relocation of eleven struct member offsets, which [`Layout::from_btf`] reads directly.
+//! it is 48 instructions, and the only thing a C toolchain and a BPF loader would add is the
+//! relocation of twelve struct member offsets, which [`Layout::from_btf`] reads directly.
 //! (A general loader costs more than the scan it replaces at 10k sockets: aya 0.14 took about
 //! 40 ms to parse BTF and relocate this program on the development machine.) The equivalent C:
 //!
@@ -19,7 +22,7 @@
 //!     struct file *file = ctx->file;
 //!     if (!task || !file || task->pid != task->tgid)      // leaders only, as /proc/PID/fd
 //!         return 0;
-//!     struct { u32 tgid, fd; u64 ino; } r = { task->tgid, ctx->fd, 0 };
+//!     struct { u32 tgid, fd; u64 ino, start; } r = { task->tgid, ctx->fd, 0, task->start_boottime };
 //!     struct inode *inode = file->f_inode;
 //!     if (inode && (inode->i_mode & S_IFMT) == S_IFSOCK)
 //!         r.ino = inode->i_ino;                           // else 0: "visited, no socket"
@@ -40,7 +43,7 @@
 use crate::btf::{Btf, Kind};
 
 /// Size of one record the program writes.
-pub const RECORD_LEN: usize = 16;
+pub const RECORD_LEN: usize = 24;
 
 /// `BPF_FUNC_probe_read_kernel`.
 const PROBE_READ_KERNEL: i32 = 113;
@@ -62,6 +65,8 @@ pub struct Layout {
     pub task_tgid: u32,
     /// `struct task_struct`: `thread_pid`.
     pub task_thread_pid: u32,
+    /// `struct task_struct`: `start_boottime` (nanoseconds since boot, suspend included).
+    pub task_start_boottime: u32,
     /// `struct pid`: `level`.
     pub pid_level: u32,
     /// `struct pid`: `numbers`.
@@ -128,6 +133,7 @@ impl Layout {
             task_pid: field(task, "task_struct", "pid", &[4])?.0,
             task_tgid: field(task, "task_struct", "tgid", &[4])?.0,
             task_thread_pid: field(task, "task_struct", "thread_pid", &[8])?.0,
+            task_start_boottime: field(task, "task_struct", "start_boottime", &[8])?.0,
             pid_level: field(pid, "pid", "level", &[4])?.0,
             pid_numbers: numbers.offset,
             upid_nr: field(upid, "upid", "nr", &[4])?.0,
@@ -143,6 +149,7 @@ impl Layout {
             layout.task_pid,
             layout.task_tgid,
             layout.task_thread_pid,
+            layout.task_start_boottime,
             layout.pid_level,
             layout.file_inode,
             layout.inode_mode,
@@ -252,8 +259,11 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.load(4, 2, 7, l.task_pid); // leaders only, as /proc/PID/fd
     a.load(4, 3, 7, l.task_tgid);
     a.jump(JNE_REG, 2, 3, 0, Label::Out);
-    a.op(STX_W, 10, 3, -16, 0); // r.tgid = task->tgid (the initial namespace's number)
-    a.op(STX_W, 10, 9, -12, 0); // r.fd
+    // The record is fp[-24..0]: tgid -24, fd -20, ino -16, start -8; fp[-32] is scratch.
+    a.op(STX_W, 10, 3, -24, 0); // r.tgid = task->tgid (the initial namespace's number)
+    a.op(STX_W, 10, 9, -20, 0); // r.fd
+    a.load(8, 4, 7, l.task_start_boottime);
+    a.op(STX_DW, 10, 4, -8, 0); // r.start = task->start_boottime
                                 // r.ino = the socket inode, or 0 for any other file (so the task is seen as visited).
     a.op(MOV64_IMM, 3, 0, 0, 0);
     a.load(8, 2, 8, l.file_inode);
@@ -263,7 +273,7 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.jump(JNE_IMM, 4, 0, S_IFSOCK, Label::StoreIno);
     a.load(l.inode_ino_size, 3, 2, l.inode_ino);
     a.place(Label::StoreIno);
-    a.op(STX_DW, 10, 3, -8, 0);
+    a.op(STX_DW, 10, 3, -16, 0);
     // In a nested pid namespace, r.tgid as the reader's namespace numbers it:
     // task->thread_pid->numbers[level].nr, read with probe_read_kernel.
     a.call(GET_CURRENT_TASK_BTF);
@@ -273,24 +283,24 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.op(MUL64_IMM, 9, 0, 0, l.upid_size as i32);
     a.op(ADD64_IMM, 9, 0, 0, (l.pid_numbers + l.upid_nr) as i32);
     a.op(MOV64_REG, 1, 10, 0, 0);
-    a.op(ADD64_IMM, 1, 0, 0, -24);
+    a.op(ADD64_IMM, 1, 0, 0, -32);
     a.op(MOV64_IMM, 2, 0, 0, 8);
     a.op(MOV64_REG, 3, 7, 0, 0);
     a.op(ADD64_IMM, 3, 0, 0, l.task_thread_pid as i32);
-    a.call(PROBE_READ_KERNEL); // fp[-24] = task->thread_pid, as a plain number
+    a.call(PROBE_READ_KERNEL); // fp[-32] = task->thread_pid, as a plain number
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
-    a.op(LDX_DW, 3, 10, -24, 0);
+    a.op(LDX_DW, 3, 10, -32, 0);
     a.op(ADD64_REG, 3, 9, 0, 0);
     a.op(MOV64_REG, 1, 10, 0, 0);
-    a.op(ADD64_IMM, 1, 0, 0, -16);
+    a.op(ADD64_IMM, 1, 0, 0, -24);
     a.op(MOV64_IMM, 2, 0, 0, 4);
     a.call(PROBE_READ_KERNEL); // r.tgid = numbers[level].nr
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
     a.place(Label::Write);
-    // seq_write(ctx->meta->seq, &r, 16)
+    // seq_write(ctx->meta->seq, &r, 24)
     a.load(8, 1, 6, l.meta_seq);
     a.op(MOV64_REG, 2, 10, 0, 0);
-    a.op(ADD64_IMM, 2, 0, 0, -16);
+    a.op(ADD64_IMM, 2, 0, 0, -24);
     a.op(MOV64_IMM, 3, 0, 0, RECORD_LEN as i32);
     a.call(SEQ_WRITE);
     a.place(Label::Out);
@@ -307,8 +317,10 @@ pub struct Record {
     pub tgid: u32,
     /// File descriptor.
     pub fd: u32,
-    /// Socket inode.
+    /// Socket inode (0: a file that is not a socket).
     pub inode: u64,
+    /// The leader's `start_boottime`: nanoseconds from boot to its start, suspend included.
+    pub start_ns: u64,
 }
 
 /// Decodes the iterator's output; a trailing partial record (which the kernel never writes) is
@@ -318,6 +330,7 @@ pub fn records(data: &[u8]) -> impl Iterator<Item = Record> + '_ {
         tgid: u32::from_ne_bytes([c[0], c[1], c[2], c[3]]),
         fd: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
         inode: u64::from_ne_bytes([c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]]),
+        start_ns: u64::from_ne_bytes([c[16], c[17], c[18], c[19], c[20], c[21], c[22], c[23]]),
     })
 }
 
@@ -367,6 +380,7 @@ mod tests {
                 ("pid", pid_t, 8000),
                 ("tgid", pid_t, 8032),
                 ("thread_pid", ppid, 9024),
+                ("start_boottime", ulong, 9600),
             ],
         );
         b.composite(
@@ -399,8 +413,13 @@ mod tests {
         let l = Layout::from_btf(&btf).unwrap();
         assert_eq!(l.meta_seq, 0);
         assert_eq!(
-            (l.task_pid, l.task_tgid, l.task_thread_pid),
-            (8 + 1000, 8 + 1004, 8 + 1128)
+            (
+                l.task_pid,
+                l.task_tgid,
+                l.task_thread_pid,
+                l.task_start_boottime
+            ),
+            (8 + 1000, 8 + 1004, 8 + 1128, 8 + 1200)
         );
         assert_eq!(
             (l.pid_level, l.pid_numbers, l.upid_nr, l.upid_size),
@@ -467,10 +486,11 @@ mod tests {
     #[test]
     fn records_decode() {
         let mut data = Vec::new();
-        for (t, f, i) in [(1u32, 3u32, 77u64), (42, 9, u64::MAX)] {
+        for (t, f, i, st) in [(1u32, 3u32, 77u64, 5u64), (42, 9, u64::MAX, 1 << 40)] {
             data.extend_from_slice(&t.to_ne_bytes());
             data.extend_from_slice(&f.to_ne_bytes());
             data.extend_from_slice(&i.to_ne_bytes());
+            data.extend_from_slice(&st.to_ne_bytes());
         }
         data.push(0);
         let r: Vec<_> = records(&data).collect();
@@ -480,12 +500,14 @@ mod tests {
                 Record {
                     tgid: 1,
                     fd: 3,
-                    inode: 77
+                    inode: 77,
+                    start_ns: 5
                 },
                 Record {
                     tgid: 42,
                     fd: 9,
-                    inode: u64::MAX
+                    inode: u64::MAX,
+                    start_ns: 1 << 40
                 }
             ]
         );

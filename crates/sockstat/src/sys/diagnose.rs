@@ -95,22 +95,9 @@ fn parse_sockstat_mem(text: &str) -> Option<u64> {
     None
 }
 
-/// The page size from the auxiliary vector (`AT_PAGESZ` = 6), 4096 when unreadable.
+/// The page size from the auxiliary vector (`AT_PAGESZ`), 4096 when unreadable.
 pub fn page_size() -> u64 {
-    let Ok(b) = std::fs::read("/proc/self/auxv") else {
-        return 4096;
-    };
-    let w = std::mem::size_of::<usize>();
-    for e in b.chunks_exact(2 * w) {
-        let mut k = [0u8; 8];
-        let mut v = [0u8; 8];
-        k[..w].copy_from_slice(&e[..w]);
-        v[..w].copy_from_slice(&e[w..]);
-        if u64::from_ne_bytes(k) == 6 {
-            return u64::from_ne_bytes(v);
-        }
-    }
-    4096
+    super::auxv(super::AT_PAGESZ).unwrap_or(4096)
 }
 
 /// The counters under `paths`, by `Group.Name`; empty when unreadable.

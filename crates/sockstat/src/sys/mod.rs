@@ -526,6 +526,24 @@ pub fn sort_sockets(
     }
 }
 
+/// `AT_PAGESZ`: the page size, in the auxiliary vector.
+pub(crate) const AT_PAGESZ: u64 = 6;
+/// `AT_CLKTCK`: clock ticks per second (`USER_HZ`) as `/proc` reports times in.
+pub(crate) const AT_CLKTCK: u64 = 17;
+
+/// One value of this process's auxiliary vector (`/proc/self/auxv`).
+pub(crate) fn auxv(key: u64) -> Option<u64> {
+    let b = std::fs::read("/proc/self/auxv").ok()?;
+    let w = std::mem::size_of::<usize>();
+    b.chunks_exact(2 * w).find_map(|e| {
+        let mut k = [0u8; 8];
+        let mut v = [0u8; 8];
+        k[..w].copy_from_slice(&e[..w]);
+        v[..w].copy_from_slice(&e[w..]);
+        (u64::from_ne_bytes(k) == key).then(|| u64::from_ne_bytes(v))
+    })
+}
+
 #[cfg(test)]
 mod sort_tests {
     use super::*;

@@ -193,11 +193,17 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     // Listed before the iterator runs: a process that starts in between is the iterator's.
     let (proc_fd, listed) = open_and_list(proc_root, query).map_err(Unavailable)?;
     let records = super::taskfile::records()?;
+    test_pause_after_iterator();
     let wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    // Each visited leader's start time, to recognise its pid if it is reused before its
+    // identity is read below.
+    let mut started: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
     let mut holders: Vec<Holder> = Vec::with_capacity(records.len());
     for r in records {
-        seen.insert(r.tgid);
+        if seen.insert(r.tgid) {
+            started.insert(r.tgid, r.start_ns);
+        }
         if r.inode != 0 && wanted(r.tgid) {
             holders.push(Holder {
                 inode: r.inode,
@@ -214,6 +220,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     pids.dedup();
     let mut processes = HashMap::with_capacity(pids.len());
     let mut dropped: Vec<u32> = Vec::new();
+    let clock = StartClock::new(&started);
     for &pid in &pids {
         let name = itoa_pid(pid);
         let mut process = Process {
@@ -222,6 +229,17 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
         };
         match open_dir_at(&proc_fd, name.as_c_str()) {
             Ok(pdir) => {
+                // The pid now names a later process than the one the iterator saw: that one
+                // exited (as if the /proc scan had missed it), and the rows must not be given
+                // to the newcomer. The identity below is read through the same directory fd,
+                // so it is the identity of the process whose start time matched.
+                if started
+                    .get(&pid)
+                    .is_some_and(|&ns| clock.reused(ns, read_start_ticks(&pdir)))
+                {
+                    dropped.push(pid);
+                    continue;
+                }
                 read_identity(&pdir, &mut process);
                 if query.args {
                     process.args = read_args(&pdir);
@@ -265,6 +283,83 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
         unreadable,
         visited: seen.len() + w.visited,
     })
+}
+
+/// A test seam: with `SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS` set, says so on stderr and waits
+/// that long between the iterator and the identity reads, so a test can reuse a pid in the
+/// window (tests/hardening_churn.rs). Bounded to 10 s; unset, it costs one getenv.
+fn test_pause_after_iterator() {
+    if let Some(ms) = std::env::var("SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        eprintln!("sockstat: test: iterator done, pausing {ms} ms");
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(10_000)));
+    }
+}
+
+/// Converts the iterator's start times (`start_boottime`, ns) into the clock ticks of
+/// `/proc/PID/stat`, which are shifted by the reader's time namespace (if any): the shift is
+/// measured on this process, which the iterator visits too.
+struct StartClock {
+    ns_per_tick: u64,
+    /// `/proc/self/stat` ticks minus the iterator's, for this process (0 outside a time
+    /// namespace).
+    offset: i64,
+}
+
+impl StartClock {
+    fn new(started: &rustc_hash::FxHashMap<u32, u64>) -> StartClock {
+        let hz = super::auxv(super::AT_CLKTCK)
+            .filter(|&h| h > 0 && h <= 1_000_000_000)
+            .unwrap_or(100);
+        let ns_per_tick = 1_000_000_000 / hz;
+        let offset = started
+            .get(&std::process::id())
+            .and_then(|&ns| {
+                let dir = rustix::fs::open(
+                    "/proc/self",
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()?;
+                let ticks = read_start_ticks(&dir)?;
+                Some(ticks as i64 - (ns / ns_per_tick) as i64)
+            })
+            .unwrap_or(0);
+        StartClock {
+            ns_per_tick,
+            offset,
+        }
+    }
+
+    /// True when `ticks` (from `/proc/PID/stat`) is not the start time `ns` the iterator read:
+    /// the pid belongs to another process now. Unknown ticks (unreadable) are not evidence.
+    fn reused(&self, ns: u64, ticks: Option<u64>) -> bool {
+        let Some(ticks) = ticks else {
+            return false;
+        };
+        let expect = (ns / self.ns_per_tick) as i64 + self.offset;
+        // A time-namespace shift that is not a whole tick can round either way.
+        let slack = i64::from(self.offset != 0);
+        (ticks as i64 - expect).abs() > slack
+    }
+}
+
+/// Field 22 of `/proc/PID/stat` (`starttime`, clock ticks after boot), read through the
+/// process's directory fd. The command name (field 2) may hold spaces and parentheses, so the
+/// fields are counted from the last `)`.
+fn read_start_ticks(pdir: &OwnedFd) -> Option<u64> {
+    let mut buf = [0u8; 1024];
+    let n = read_at(pdir, c"stat", &mut buf)?;
+    parse_start_ticks(&buf[..n])
+}
+
+fn parse_start_ticks(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    // After ')': field 3 (state) is the first; starttime is field 22.
+    rest.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
 }
 
 /// CAP_BPF (39) and CAP_PERFMON (38), or CAP_SYS_ADMIN (21), in `CapEff` of a status file.
@@ -611,6 +706,59 @@ fn itoa_pid(pid: u32) -> std::ffi::CString {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn start_ticks_count_from_the_last_parenthesis() {
+        let stat = b"4121 (a) b) (c) S 1 4121 4121 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
+                     987654 12345678 300 18446744073709551615\n";
+        assert_eq!(parse_start_ticks(stat), Some(987_654));
+        assert_eq!(parse_start_ticks(b"4121 (x) S 1"), None);
+        assert_eq!(parse_start_ticks(b"no parenthesis"), None);
+    }
+
+    #[test]
+    fn a_reused_pid_has_another_start_time() {
+        let c = StartClock {
+            ns_per_tick: 10_000_000,
+            offset: 0,
+        };
+        assert!(!c.reused(5_123_456_789, Some(512)));
+        assert!(c.reused(5_123_456_789, Some(513)));
+        assert!(!c.reused(5_123_456_789, None), "unreadable is not evidence");
+        // In a time namespace the shift may round either way by one tick.
+        let shifted = StartClock {
+            ns_per_tick: 10_000_000,
+            offset: 1000,
+        };
+        assert!(!shifted.reused(5_123_456_789, Some(1513)));
+        assert!(!shifted.reused(5_123_456_789, Some(1511)));
+        assert!(shifted.reused(5_123_456_789, Some(1600)));
+    }
+
+    #[test]
+    fn this_process_start_time_matches_its_stat() {
+        // The clock's conversion, checked against the kernel: /proc/self/stat's starttime is
+        // this process's start_boottime in ticks, as the iterator would read it.
+        let dir = rustix::fs::open(
+            "/proc/self",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        let ticks = read_start_ticks(&dir).expect("starttime");
+        let up: f64 = std::fs::read_to_string("/proc/uptime")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let hz = super::super::auxv(super::super::AT_CLKTCK).unwrap_or(100) as f64;
+        assert!(
+            ticks as f64 <= up * hz + 1.0,
+            "{ticks} ticks after {up} s of uptime"
+        );
+    }
 
     #[test]
     fn effective_uid_is_the_second_field() {

@@ -237,6 +237,25 @@ mod tests {
                 .unwrap()
                 .st_ino()
         };
+        // The leader's start time, as /proc/self/stat gives it in clock ticks.
+        let start_ns = records
+            .iter()
+            .find(|r| r.tgid == me)
+            .expect("this process visited")
+            .start_ns;
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let ticks: u64 = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(19)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let hz = super::super::auxv(super::super::AT_CLKTCK).unwrap_or(100);
+        assert_eq!(
+            start_ns / (1_000_000_000 / hz),
+            ticks,
+            "start_boottime vs stat"
+        );
         for fd in [
             tcp.as_raw_fd(),
             udp.as_raw_fd(),
@@ -247,6 +266,7 @@ mod tests {
                 tgid: me,
                 fd: fd as u32,
                 inode: inode(fd),
+                start_ns,
             };
             assert!(records.contains(&want), "{want:?} missing from {records:?}");
         }
@@ -255,6 +275,7 @@ mod tests {
             tgid: me,
             fd: file.as_raw_fd() as u32,
             inode: 0,
+            start_ns,
         };
         assert!(records.contains(&f), "{f:?} missing");
         // Threads share the leader's table and are not reported twice.
