@@ -331,6 +331,9 @@ pub struct Query {
     pub args: bool,
     /// Resolve uids to user names (off with `-n`).
     pub resolve_users: bool,
+    /// How long to wait for the user database (NSS) before showing uids as numbers, with a
+    /// `users-unresolved` warning. Default [`crate::sys::users::LOOKUP_BUDGET`] (2 s).
+    pub user_lookup_budget: std::time::Duration,
     /// Where sockets come from.
     pub source: Source,
     /// The /proc to read (a fake tree in tests).
@@ -369,6 +372,7 @@ impl Default for Query {
             owners: true,
             args: false,
             resolve_users: true,
+            user_lookup_budget: crate::sys::users::LOOKUP_BUDGET,
             source: Source::Auto,
             proc_root: PathBuf::from("/proc"),
             owner_scan: OwnerScan::Auto,

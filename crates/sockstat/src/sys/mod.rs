@@ -13,7 +13,7 @@ pub mod sysctl;
 pub mod taskfile;
 pub mod users;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::error::Error;
 use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
@@ -125,10 +125,22 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     if q.resolve_users {
         let mut uids: HashSet<u32> = sockets.iter().filter_map(|s| s.uid).collect();
         uids.extend(snap.processes.values().filter_map(|p| p.uid));
-        snap.users = uids
-            .into_iter()
-            .map(|uid| (uid, users::name_of(uid)))
-            .collect::<HashMap<_, _>>();
+        let uids: Vec<u32> = uids.into_iter().collect();
+        let (names, missing) = users::names_of(&uids, q.user_lookup_budget);
+        snap.users = names;
+        if missing > 0 {
+            snap.warnings.push(Warning {
+                code: "users-unresolved",
+                count: Some(missing as u64),
+                message: format!(
+                    "the user database did not answer within {:.1} s (NSS: a directory service \
+                     such as LDAP or sssd, or a hung file system under 'files'): {missing} users \
+                     are shown as numbers; -n skips the lookup",
+                    q.user_lookup_budget.as_secs_f64()
+                ),
+                details: vec![],
+            });
+        }
     }
     if q.cgroups {
         name_cgroups(q, &sockets, &mut snap);

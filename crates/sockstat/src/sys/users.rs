@@ -1,7 +1,68 @@
 //! User names through the system's user database (NSS: files, LDAP, sssd, systemd-userdb...),
 //! not only `/etc/passwd`, via the reentrant libc calls.
 
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a listing waits for the user database before showing uids as numbers.
+pub const LOOKUP_BUDGET: Duration = Duration::from_secs(2);
+
+/// Set while a lookup thread that overran its budget is still blocked in the user database:
+/// later lookups in this process (watch mode, `serve`) do not start another one behind it.
+static STALLED: AtomicBool = AtomicBool::new(false);
+
+/// The names of `uids`, looked up on a helper thread for at most `budget`: a directory service
+/// that does not answer (LDAP, sssd, a hung NFS home with `files`) must cost numbers, not a hung
+/// listing. Returns the names found (`None`: no such user) and how many uids were left
+/// unresolved because the lookup ran out of time (or an earlier one is still stuck).
+pub fn names_of(uids: &[u32], budget: Duration) -> (HashMap<u32, Option<String>>, usize) {
+    let mut names = HashMap::with_capacity(uids.len());
+    if uids.is_empty() {
+        return (names, 0);
+    }
+    if STALLED.load(Ordering::Acquire) {
+        return (names, uids.len());
+    }
+    let (tx, rx) = mpsc::channel();
+    let todo = uids.to_vec();
+    let spawned = std::thread::Builder::new()
+        .name("sockstat-nss".into())
+        .spawn(move || {
+            for uid in todo {
+                if tx.send((uid, name_of(uid))).is_err() {
+                    break;
+                }
+            }
+            // A lookup that finished late clears the flag for the next listing.
+            STALLED.store(false, Ordering::Release);
+        });
+    if spawned.is_err() {
+        // No thread to spare: look up inline, as before.
+        for &uid in uids {
+            names.insert(uid, name_of(uid));
+        }
+        return (names, 0);
+    }
+    let deadline = Instant::now() + budget;
+    while names.len() < uids.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((uid, name)) => {
+                names.insert(uid, name);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                STALLED.store(true, Ordering::Release);
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let missing = uids.len() - names.len();
+    (names, missing)
+}
 
 /// Looks up the name of `uid`; `None` when the database has no such user.
 pub fn name_of(uid: u32) -> Option<String> {
