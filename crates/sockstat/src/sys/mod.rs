@@ -100,6 +100,24 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
             });
         }
         Some(Ok(scan)) => {
+            if !scan.args_stuck.is_empty() {
+                snap.warnings.push(Warning {
+                    code: "args-unavailable",
+                    count: Some(scan.args_stuck.len() as u64),
+                    message: format!(
+                        "the arguments of {} processes could not be read within {:.2} s: their \
+                         memory map is locked (a process stuck in a page fault, e.g. on a hung \
+                         NFS or FUSE file); ARGS shows ? for them",
+                        scan.args_stuck.len(),
+                        owners::ARGS_ONE_READ.as_secs_f64()
+                    ),
+                    details: scan
+                        .args_stuck
+                        .iter()
+                        .map(|pid| format!("pid {pid}"))
+                        .collect(),
+                });
+            }
             let hidepid = owners::hidepid_hides_others(&q.proc_root);
             join_owners(&mut sockets, &scan, hidepid.as_ref());
             snap.processes = scan.processes;

@@ -18,6 +18,8 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags, RawDir};
 use rustix::io::Errno;
@@ -52,6 +54,9 @@ pub struct Scan {
     pub unreadable: Vec<(u32, Option<u32>)>,
     /// Processes visited.
     pub visited: usize,
+    /// Processes whose arguments (`-a`) could not be read within the budget: their memory map
+    /// is locked (a process stuck in a page fault on a hung NFS or FUSE file, for one).
+    pub args_stuck: Vec<u32>,
 }
 
 /// Errors that stop the scan as a whole (per-process trouble never does).
@@ -64,6 +69,7 @@ pub struct ScanError {
 struct Worker<'a> {
     proc_fd: &'a OwnedFd,
     query: &'a Query,
+    args: Option<&'a ArgsReader>,
     dirent: Vec<MaybeUninit<u8>>,
     holders: Vec<Holder>,
     processes: Vec<Process>,
@@ -77,12 +83,13 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
         open_and_list(proc_root, query).map_err(|message| ScanError { message })?;
     let cursor = AtomicUsize::new(0);
     let threads = threads.clamp(1, 8).min(pids.len().max(1));
+    let args = query.args.then(ArgsReader::new);
     let workers: Vec<Worker<'_>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
-                let (proc_fd, pids, cursor) = (&proc_fd, &pids, &cursor);
+                let (proc_fd, pids, cursor, args) = (&proc_fd, &pids, &cursor, args.as_ref());
                 scope.spawn(move || {
-                    let mut w = Worker::new(proc_fd, query);
+                    let mut w = Worker::new(proc_fd, query, args);
                     loop {
                         let i = cursor.fetch_add(1, Ordering::Relaxed);
                         let Some(&pid) = pids.get(i) else { break };
@@ -117,6 +124,9 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
     }
     out.holders.sort_unstable();
     out.unreadable.sort_unstable();
+    if let Some(args) = args {
+        out.args_stuck = args.finish(&mut out.processes, ARGS_BUDGET);
+    }
     Ok(out)
 }
 
@@ -221,6 +231,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     let mut processes = HashMap::with_capacity(pids.len());
     let mut dropped: Vec<u32> = Vec::new();
     let clock = StartClock::new(&started);
+    let args = query.args.then(ArgsReader::new);
     for &pid in &pids {
         let name = itoa_pid(pid);
         let mut process = Process {
@@ -241,8 +252,8 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
                     continue;
                 }
                 read_identity(&pdir, &mut process);
-                if query.args {
-                    process.args = read_args(&pdir);
+                if let Some(a) = &args {
+                    a.request(pid, &pdir);
                 }
             }
             // Exited since the iterator ran: as the /proc scan would not have seen it.
@@ -265,7 +276,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     // A process /proc lists but the iterator did not visit (started since, or one the iterator
     // does not reach, as this project's sandbox supervisor showed) is scanned through /proc, so
     // a gap in the iterator can never turn an owned socket into an unowned one.
-    let mut w = Worker::new(&proc_fd, query);
+    let mut w = Worker::new(&proc_fd, query, args.as_ref());
     for pid in listed.into_iter().filter(|p| !seen.contains(p)) {
         w.visit(pid);
     }
@@ -277,11 +288,17 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     unreadable.sort_unstable();
     holders.sort_unstable();
     holders.dedup();
+    let visited = seen.len() + w.visited;
+    let args_stuck = match args {
+        Some(a) => a.finish(&mut processes, ARGS_BUDGET),
+        None => Vec::new(),
+    };
     Ok(Scan {
         holders,
         processes,
         unreadable,
-        visited: seen.len() + w.visited,
+        visited,
+        args_stuck,
     })
 }
 
@@ -508,10 +525,11 @@ fn parse_decimal(b: &[u8]) -> Option<u64> {
 }
 
 impl<'a> Worker<'a> {
-    fn new(proc_fd: &'a OwnedFd, query: &'a Query) -> Worker<'a> {
+    fn new(proc_fd: &'a OwnedFd, query: &'a Query, args: Option<&'a ArgsReader>) -> Worker<'a> {
         Worker {
             proc_fd,
             query,
+            args,
             dirent: vec![MaybeUninit::uninit(); DIRENT_BUF],
             holders: Vec::new(),
             processes: Vec::new(),
@@ -572,8 +590,8 @@ impl<'a> Worker<'a> {
             if !prefilter {
                 read_identity(&pdir, &mut process);
             }
-            if self.query.args {
-                process.args = read_args(&pdir);
+            if let Some(a) = self.args {
+                a.request(pid, &pdir);
             }
             self.processes.push(process);
         }
@@ -658,6 +676,161 @@ fn read_identity(pdir: &OwnedFd, p: &mut Process) {
     }
 }
 
+/// How long a listing waits for the arguments (`-a`) of all socket holders, and for any one
+/// of them, before leaving them unknown.
+pub const ARGS_BUDGET: Duration = Duration::from_secs(1);
+/// How long one process's arguments may take before that read is given up.
+pub const ARGS_ONE_READ: Duration = Duration::from_millis(250);
+/// At most this many reader threads may be left blocked by stuck processes in one listing.
+const ARGS_MAX_STUCK: usize = 8;
+
+/// pids whose arguments a reader thread is still blocked on, from any listing of this
+/// process (watch mode, `serve`): not asked again until that read returns.
+static ARGS_BLOCKED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Reads `cmdline` of socket holders off the scan threads. Reading a process's arguments takes
+/// its memory-map lock, which a process stuck in a page fault (a hung NFS or FUSE file) holds
+/// for as long as it is stuck; the scan must not wait with it. Each request carries a duplicate
+/// of the `/proc/PID` directory fd the identity was read through, so the arguments are the same
+/// process's. A read that takes longer than [`ARGS_ONE_READ`] is given up (its thread left
+/// blocked, the process marked) and a new reader takes over the queue.
+struct ArgsReader {
+    jobs: mpsc::Sender<(u32, OwnedFd)>,
+    results: std::sync::Mutex<mpsc::Receiver<(u32, Option<Vec<RawString>>)>>,
+    shared: Arc<ArgsShared>,
+    /// pids queued, in any order.
+    requested: std::sync::Mutex<Vec<u32>>,
+}
+
+struct ArgsShared {
+    queue: std::sync::Mutex<mpsc::Receiver<(u32, OwnedFd)>>,
+    results: std::sync::Mutex<mpsc::Sender<(u32, Option<Vec<RawString>>)>>,
+    /// Per reader: the pid it is reading and since when.
+    busy: std::sync::Mutex<Vec<Option<(u32, Instant)>>>,
+}
+
+/// Locks a mutex whose data stays valid even if a holder panicked.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ArgsReader {
+    fn new() -> ArgsReader {
+        let (jobs, queue) = mpsc::channel();
+        let (results_tx, results_rx) = mpsc::channel();
+        let r = ArgsReader {
+            jobs,
+            results: std::sync::Mutex::new(results_rx),
+            shared: Arc::new(ArgsShared {
+                queue: std::sync::Mutex::new(queue),
+                results: std::sync::Mutex::new(results_tx),
+                busy: std::sync::Mutex::new(Vec::new()),
+            }),
+            requested: std::sync::Mutex::new(Vec::new()),
+        };
+        r.spawn_reader();
+        r
+    }
+
+    fn spawn_reader(&self) {
+        let shared = Arc::clone(&self.shared);
+        let slot = {
+            let mut busy = lock(&shared.busy);
+            busy.push(None);
+            busy.len() - 1
+        };
+        let _ = std::thread::Builder::new()
+            .name("sockstat-args".into())
+            .spawn(move || loop {
+                let job = lock(&shared.queue).recv();
+                let Ok((pid, pdir)) = job else { break };
+                lock(&shared.busy)[slot] = Some((pid, Instant::now()));
+                let args = read_args(&pdir);
+                let given_up = {
+                    let mut busy = lock(&shared.busy);
+                    // Cleared by `finish` when it gave this read up.
+                    let given_up = busy[slot].is_none();
+                    busy[slot] = None;
+                    given_up
+                };
+                if given_up {
+                    lock(&ARGS_BLOCKED).retain(|&p| p != pid);
+                    break; // a fresh reader has taken over the queue
+                }
+                if lock(&shared.results).send((pid, args)).is_err() {
+                    break;
+                }
+            });
+    }
+
+    /// Queues the arguments of `pid`, read through `pdir`.
+    fn request(&self, pid: u32, pdir: &OwnedFd) {
+        if lock(&ARGS_BLOCKED).contains(&pid) {
+            // Still stuck since an earlier listing: unread, and counted as such.
+            lock(&self.requested).push(pid);
+            return;
+        }
+        if let Ok(dup) = rustix::io::fcntl_dupfd_cloexec(pdir, 0) {
+            if self.jobs.send((pid, dup)).is_ok() {
+                lock(&self.requested).push(pid);
+            }
+        }
+    }
+
+    /// Waits up to `budget` for the queued reads and fills `processes`' arguments; returns the
+    /// pids whose arguments stay unknown because their reads did not return in time.
+    fn finish(self, processes: &mut HashMap<u32, Process>, budget: Duration) -> Vec<u32> {
+        let mut pending: std::collections::HashSet<u32> =
+            lock(&self.requested).iter().copied().collect();
+        let results = lock(&self.results);
+        let deadline = Instant::now() + budget;
+        let mut stuck: Vec<u32> = Vec::new();
+        let already: Vec<u32> = {
+            let blocked = lock(&ARGS_BLOCKED);
+            pending
+                .iter()
+                .copied()
+                .filter(|p| blocked.contains(p))
+                .collect()
+        };
+        for pid in already {
+            pending.remove(&pid);
+            stuck.push(pid);
+        }
+        while !pending.is_empty() && Instant::now() < deadline {
+            if let Ok((pid, args)) = results.recv_timeout(Duration::from_millis(20)) {
+                pending.remove(&pid);
+                if let Some(p) = processes.get_mut(&pid) {
+                    p.args = args;
+                }
+            }
+            // A read past its time: give it up, let a fresh reader take the rest of the queue.
+            let given_up: Vec<u32> = lock(&self.shared.busy)
+                .iter_mut()
+                .filter_map(|b| match *b {
+                    Some((pid, since)) if since.elapsed() > ARGS_ONE_READ => {
+                        *b = None;
+                        Some(pid)
+                    }
+                    _ => None,
+                })
+                .collect();
+            for pid in given_up {
+                pending.remove(&pid);
+                stuck.push(pid);
+                lock(&ARGS_BLOCKED).push(pid);
+                if stuck.len() <= ARGS_MAX_STUCK {
+                    self.spawn_reader();
+                }
+            }
+        }
+        // Whatever is still queued or in flight past the deadline stays unknown too.
+        stuck.extend(pending);
+        stuck.sort_unstable();
+        stuck
+    }
+}
+
 /// Reads `cmdline` (NUL-separated arguments). Kernel threads have none.
 fn read_args(pdir: &OwnedFd) -> Option<Vec<RawString>> {
     let mut buf = vec![0u8; 8192];
@@ -706,6 +879,82 @@ fn itoa_pid(pid: u32) -> std::ffi::CString {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `/proc/PID`-like directory whose `cmdline` is a FIFO with no writer: opening it blocks,
+    /// as reading the arguments of a process whose memory map is locked does. The budget gives
+    /// that one up and still delivers the others.
+    #[test]
+    fn a_blocked_argument_read_is_given_up_and_the_rest_delivered() {
+        let ok = tempfile::tempdir().unwrap();
+        std::fs::write(ok.path().join("cmdline"), b"nginx\0-g\0").unwrap();
+        let stuck = tempfile::tempdir().unwrap();
+        let fifo = stuck.path().join("cmdline");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let open = |p: &std::path::Path| {
+            rustix::fs::open(p, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap()
+        };
+        // pids far above any real one, so ARGS_BLOCKED entries cannot meet other tests'.
+        let (good, bad, after) = (4_000_001, 4_000_002, 4_000_003);
+        let mut processes: HashMap<u32, Process> = [good, bad, after]
+            .into_iter()
+            .map(|pid| {
+                (
+                    pid,
+                    Process {
+                        pid,
+                        ..Process::default()
+                    },
+                )
+            })
+            .collect();
+        let reader = ArgsReader::new();
+        reader.request(good, &open(ok.path()));
+        reader.request(bad, &open(stuck.path()));
+        reader.request(after, &open(ok.path())); // queued behind the blocked one
+        let t0 = Instant::now();
+        let given_up = reader.finish(&mut processes, Duration::from_secs(5));
+        let took = t0.elapsed();
+        assert_eq!(given_up, [bad]);
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        let args = |pid: u32| {
+            processes[&pid]
+                .args
+                .as_ref()
+                .map(|a| a.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>())
+        };
+        assert_eq!(args(good), Some(vec![b"nginx".to_vec(), b"-g".to_vec()]));
+        assert_eq!(
+            args(after),
+            args(good),
+            "a fresh reader took over the queue"
+        );
+        assert_eq!(args(bad), None);
+        // Asked again while still blocked: not queued behind it, reported at once.
+        let mut again: HashMap<u32, Process> = [(
+            bad,
+            Process {
+                pid: bad,
+                ..Process::default()
+            },
+        )]
+        .into_iter()
+        .collect();
+        let reader = ArgsReader::new();
+        reader.request(bad, &open(stuck.path()));
+        let t0 = Instant::now();
+        assert_eq!(reader.finish(&mut again, Duration::from_secs(5)), [bad]);
+        assert!(t0.elapsed() < Duration::from_millis(200));
+        // Unblock the abandoned read (a writer opens the FIFO), and it clears its mark.
+        let w = rustix::fs::open(&fifo, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty());
+        drop(w);
+        let t0 = Instant::now();
+        while lock(&ARGS_BLOCKED).contains(&bad) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!lock(&ARGS_BLOCKED).contains(&bad));
+    }
 
     #[test]
     fn start_ticks_count_from_the_last_parenthesis() {
