@@ -165,7 +165,7 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
             ("RWNDLIM, SBUFLIM (-T)", "Share of busy time the sender was limited by the peer's receive window / its own send buffer, since the connection began. They under-count; sockstat diagnose corroborates them with throughput ceilings."),
             ("CC (-T, -C)", "Congestion control algorithm."),
             ("RECV MEM, SEND MEM, DROPS (-m)", "Receive queue use/limit, send queue use/limit (a limit of twice an SO_RCVBUF/SO_SNDBUF value means the application fixed it), packets dropped before reaching the socket."),
-            ("ARGS (-a)", "The holder's arguments (/proc/PID/cmdline), escaped like COMMAND."),
+            ("ARGS (-a)", "The holder's arguments (/proc/PID/cmdline), escaped like COMMAND; ? when they could not be read (the process exited, or its memory map stayed locked: then a warning says so)."),
         ],
     );
     section(

@@ -288,7 +288,7 @@ mod tests {
                 congestion: Some("cubic".into()),
                 bbr: None,
             })),
-            memory: Some(Memory {
+            memory: Some(Box::new(Memory {
                 rmem_alloc_bytes: 0,
                 rcvbuf_bytes: 0,
                 wmem_alloc_bytes: 0,
@@ -298,7 +298,7 @@ mod tests {
                 optmem_bytes: 0,
                 backlog_bytes: None,
                 drops: None,
-            }),
+            })),
             cgroup_id: None,
         }
     }

@@ -52,7 +52,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         .sockets
         .iter()
         .filter_map(|s| {
-            let m = s.memory?;
+            let m = *s.memory.as_deref()?;
             let b = u64::from(m.rmem_alloc_bytes)
                 + u64::from(m.wmem_queued_bytes)
                 + u64::from(m.fwd_alloc_bytes);

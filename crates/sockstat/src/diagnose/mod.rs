@@ -488,12 +488,18 @@ impl<'a> Flow<'a> {
 
     /// The send buffer limit (`skmem tb`), bytes.
     pub fn sndbuf(&self) -> Option<u64> {
-        self.after.memory.map(|m| u64::from(m.sndbuf_bytes))
+        self.after
+            .memory
+            .as_deref()
+            .map(|m| u64::from(m.sndbuf_bytes))
     }
 
     /// The receive buffer limit (`skmem rb`), bytes.
     pub fn rcvbuf(&self) -> Option<u64> {
-        self.after.memory.map(|m| u64::from(m.rcvbuf_bytes))
+        self.after
+            .memory
+            .as_deref()
+            .map(|m| u64::from(m.rcvbuf_bytes))
     }
 
     /// The socket a finding names.

@@ -81,7 +81,11 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         return None;
     }
     let rb = flow.rcvbuf()?;
-    let rb0 = flow.before.memory.map(|m| u64::from(m.rcvbuf_bytes))?;
+    let rb0 = flow
+        .before
+        .memory
+        .as_deref()
+        .map(|m| u64::from(m.rcvbuf_bytes))?;
     let wscale_ok = details.wscale_ok()?;
     let rcv_wscale = if wscale_ok { i.rcv_wscale() } else { None };
     let expected = expected_wscale(&ctx.sysctls);

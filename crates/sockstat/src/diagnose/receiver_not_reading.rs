@@ -109,14 +109,14 @@ fn receiver_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         return None;
     }
     let window = flow.after.tcp.as_ref()?.rcv_wnd_advertised();
-    let mem = flow.after.memory;
+    let mem = flow.after.memory.as_deref().copied();
     let full_by_mem = mem
         .is_some_and(|m| f64::from(m.rmem_alloc_bytes) >= RCVBUF_FULL * f64::from(m.rcvbuf_bytes));
     if window != Some(0) && !full_by_mem {
         return None;
     }
     let drops = match (
-        flow.before.memory.and_then(|m| m.drops),
+        flow.before.memory.as_deref().and_then(|m| m.drops),
         mem.and_then(|m| m.drops),
     ) {
         (Some(a), Some(b)) => Some(u64::from(b.saturating_sub(a))),

@@ -263,7 +263,7 @@ impl TcpBuilder {
                 congestion: Some("bbr".into()),
                 bbr: None,
             })),
-            memory: self.memory,
+            memory: self.memory.map(Box::new),
             cgroup_id: None,
         }
     }

@@ -491,7 +491,7 @@ pub struct Socket {
     pub tcp: Option<Box<tcp::TcpDetails>>,
     /// Socket memory, when asked for (`-m`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory: Option<tcp::Memory>,
+    pub memory: Option<Box<tcp::Memory>>,
     /// cgroup-v2 id of the socket (`INET_DIAG_CGROUP_ID`, 5.8+): the cgroup of the process that
     /// created it; see [`Snapshot::cgroups`] for its path. Inet sockets only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -599,5 +599,18 @@ impl Snapshot {
     /// The process record of a pid.
     pub fn process(&self, pid: u32) -> Option<&Process> {
         self.processes.get(&pid)
+    }
+}
+#[cfg(test)]
+mod size_guard {
+    /// The per-socket memory of big tables (doc/BENCHMARKS.md, "Big tables") is mostly this
+    /// struct: keep what only some listings carry (memory, tcp_info) boxed.
+    #[test]
+    fn a_socket_stays_small() {
+        assert!(
+            std::mem::size_of::<super::Socket>() <= 208,
+            "Socket grew to {} bytes",
+            std::mem::size_of::<super::Socket>()
+        );
     }
 }

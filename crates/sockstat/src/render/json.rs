@@ -245,7 +245,7 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
             retrans: t.retrans,
         }),
         tcp: s.tcp.as_deref().filter(|_| opts.tcp || opts.congestion),
-        memory: s.memory.as_ref().filter(|_| opts.memory),
+        memory: s.memory.as_deref().filter(|_| opts.memory),
         cgroup: s.cgroup_id.filter(|_| opts.cgroup).map(|id| JsonCgroup {
             id,
             path: snap.cgroups.get(&id).map(String::as_str),

@@ -12,7 +12,7 @@ use super::{
     human_bytes, human_rate, human_us, row_uid, rows, sanitize, unix_holders, user_label,
     write_endpoint, Options,
 };
-use crate::model::{Snapshot, Socket, State};
+use crate::model::{Owner, Snapshot, Socket, State};
 
 /// Column caps without `-w`: beyond these, a cell is cut and ends with `…`.
 const CAP_USER: usize = 12;
@@ -320,104 +320,23 @@ fn memory_cell(cell: &mut String, col: Col, s: &Socket) {
     }
 }
 
-/// Writes the table.
+/// Writes the table in two passes over the rows: the first measures every column's width, the
+/// second formats the rows again and writes them. Nothing is kept per row, so the table costs
+/// no memory beyond the snapshot (an arena of every cell cost about 100 bytes per socket).
 pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     let cols = columns(opts);
-    let holders = unix_holders(snap);
-    // Arena: every cell's text back to back; `ends[i]` is where cell i stops.
-    let mut arena = String::with_capacity(snap.sockets.len() * 64);
-    let mut ends: Vec<u32> = Vec::with_capacity(snap.sockets.len() * cols.len());
-    let mut states: Vec<(State, bool)> = Vec::with_capacity(snap.sockets.len());
+    let mut f = Filler {
+        snap,
+        opts,
+        holders: unix_holders(snap),
+        users: std::collections::HashMap::new(),
+        cell: String::new(),
+    };
     let mut widths: Vec<usize> = cols.iter().map(|c| c.title().len()).collect();
-    let mut cell = String::new();
-    let mut users: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     for (s, o) in rows(snap) {
-        let process = o.and_then(|o| snap.process(o.pid));
-        states.push((s.state, o.is_none()));
         for (ci, col) in cols.iter().enumerate() {
-            cell.clear();
-            match col {
-                Col::Zone => match snap.zone_of(s) {
-                    Some(z) => cell.push_str(&sanitize::for_terminal(z.name.as_bytes())),
-                    None => cell.push('?'),
-                },
-                Col::User => match row_uid(snap, s, o) {
-                    Some(uid) => {
-                        cell.push_str(users.entry(uid).or_insert_with(|| user_label(snap, uid)))
-                    }
-                    None => cell.push('?'),
-                },
-                Col::Command => match process.and_then(|p| p.command.as_ref()) {
-                    Some(c) => cell.push_str(&sanitize::for_terminal(c.as_bytes())),
-                    None => cell.push('?'),
-                },
-                Col::Pid => match o {
-                    Some(o) => {
-                        let _ = write!(cell, "{}", o.pid);
-                    }
-                    None => cell.push('?'),
-                },
-                Col::Fd => match o {
-                    Some(o) => {
-                        let _ = write!(cell, "{}", o.fd);
-                    }
-                    None => cell.push('?'),
-                },
-                Col::Proto => cell.push_str(s.proto_label()),
-                Col::Local => write_endpoint(&mut cell, Some(&s.local), &holders),
-                Col::Foreign => write_endpoint(&mut cell, s.remote.as_ref(), &holders),
-                Col::State => cell.push_str(&s.state.name()),
-                Col::Cgroup => match s.cgroup_id.map(|id| snap.cgroups.get(&id)) {
-                    Some(Some(path)) => cell.push_str(&sanitize::for_terminal(path.as_bytes())),
-                    Some(None) => cell.push('?'),
-                    None => cell.push('-'),
-                },
-                Col::Id => match s.id {
-                    Some(id) => {
-                        let _ = write!(cell, "{id}");
-                    }
-                    None => cell.push('-'),
-                },
-                Col::Rtt
-                | Col::MinRtt
-                | Col::Cwnd
-                | Col::Wscale
-                | Col::SndWnd
-                | Col::RcvWnd
-                | Col::Unacked
-                | Col::Retrans
-                | Col::Delivery
-                | Col::RwndLimited
-                | Col::SndbufLimited
-                | Col::Cc => tcp_cell(&mut cell, *col, s),
-                Col::Rmem | Col::Wmem | Col::Drops => memory_cell(&mut cell, *col, s),
-                Col::Args => match process.and_then(|p| p.args.as_ref()) {
-                    Some(args) => {
-                        for (i, a) in args.iter().enumerate() {
-                            if i > 0 {
-                                cell.push(' ');
-                            }
-                            cell.push_str(&sanitize::for_terminal(a.as_bytes()));
-                        }
-                    }
-                    None => cell.push(if o.is_some() { '-' } else { '?' }),
-                },
-            }
-            let text = match col.cap() {
-                Some(cap) if !opts.wide => truncate(&cell, cap),
-                _ => &cell,
-            };
-            arena.push_str(text);
-            if text.len() < cell.len() {
-                arena.push('…');
-            }
-            ends.push(arena.len() as u32);
-            let start = ends
-                .len()
-                .checked_sub(2)
-                .map(|i| ends[i] as usize)
-                .unwrap_or(0);
-            let w = width(&arena[start..]);
+            let (text, cut) = f.fill(*col, s, o);
+            let w = width(text) + usize::from(cut);
             if w > widths[ci] {
                 widths[ci] = w;
             }
@@ -440,25 +359,28 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         line.push('\n');
         out.write_all(line.as_bytes())?;
     }
-    let mut start = 0usize;
-    for (ri, &(state, unowned)) in states.iter().enumerate() {
+    let mut text = String::new();
+    for (s, o) in rows(snap) {
         line.clear();
         for (ci, col) in cols.iter().enumerate() {
-            let end = ends[ri * cols.len() + ci] as usize;
-            let text = &arena[start..end];
-            start = end;
+            let (t, cut) = f.fill(*col, s, o);
+            text.clear();
+            text.push_str(t);
+            if cut {
+                text.push('…');
+            }
             let color = if !opts.color {
                 ""
             } else if *col == Col::State {
-                state_color(state)
-            } else if unowned && matches!(col, Col::Command | Col::Pid | Col::Fd) {
+                state_color(s.state)
+            } else if o.is_none() && matches!(col, Col::Command | Col::Pid | Col::Fd) {
                 "\x1b[2m"
             } else {
                 ""
             };
             pad(
                 &mut line,
-                text,
+                &text,
                 widths[ci],
                 col.right_aligned(),
                 ci == last,
@@ -469,6 +391,102 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         out.write_all(line.as_bytes())?;
     }
     Ok(())
+}
+
+/// Formats one cell at a time into a reused buffer.
+struct Filler<'a> {
+    snap: &'a Snapshot,
+    opts: &'a Options,
+    holders: rustc_hash::FxHashMap<u64, Owner>,
+    users: std::collections::HashMap<u32, String>,
+    cell: String,
+}
+
+impl Filler<'_> {
+    /// The cell's text, cut to the column's cap (unless wide), and whether it was cut (the
+    /// caller adds the ellipsis).
+    fn fill(&mut self, col: Col, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
+        let snap = self.snap;
+        let process = o.and_then(|o| snap.process(o.pid));
+        let cell = &mut self.cell;
+        let holders = &self.holders;
+        let users = &mut self.users;
+        cell.clear();
+        match col {
+            Col::Zone => match snap.zone_of(s) {
+                Some(z) => cell.push_str(&sanitize::for_terminal(z.name.as_bytes())),
+                None => cell.push('?'),
+            },
+            Col::User => match row_uid(snap, s, o) {
+                Some(uid) => {
+                    cell.push_str(users.entry(uid).or_insert_with(|| user_label(snap, uid)))
+                }
+                None => cell.push('?'),
+            },
+            Col::Command => match process.and_then(|p| p.command.as_ref()) {
+                Some(c) => cell.push_str(&sanitize::for_terminal(c.as_bytes())),
+                None => cell.push('?'),
+            },
+            Col::Pid => match o {
+                Some(o) => {
+                    let _ = write!(cell, "{}", o.pid);
+                }
+                None => cell.push('?'),
+            },
+            Col::Fd => match o {
+                Some(o) => {
+                    let _ = write!(cell, "{}", o.fd);
+                }
+                None => cell.push('?'),
+            },
+            Col::Proto => cell.push_str(s.proto_label()),
+            Col::Local => write_endpoint(cell, Some(&s.local), holders),
+            Col::Foreign => write_endpoint(cell, s.remote.as_ref(), holders),
+            Col::State => cell.push_str(&s.state.name()),
+            Col::Cgroup => match s.cgroup_id.map(|id| snap.cgroups.get(&id)) {
+                Some(Some(path)) => cell.push_str(&sanitize::for_terminal(path.as_bytes())),
+                Some(None) => cell.push('?'),
+                None => cell.push('-'),
+            },
+            Col::Id => match s.id {
+                Some(id) => {
+                    let _ = write!(cell, "{id}");
+                }
+                None => cell.push('-'),
+            },
+            Col::Rtt
+            | Col::MinRtt
+            | Col::Cwnd
+            | Col::Wscale
+            | Col::SndWnd
+            | Col::RcvWnd
+            | Col::Unacked
+            | Col::Retrans
+            | Col::Delivery
+            | Col::RwndLimited
+            | Col::SndbufLimited
+            | Col::Cc => tcp_cell(cell, col, s),
+            Col::Rmem | Col::Wmem | Col::Drops => memory_cell(cell, col, s),
+            Col::Args => match process.and_then(|p| p.args.as_ref()) {
+                Some(args) => {
+                    for (i, a) in args.iter().enumerate() {
+                        if i > 0 {
+                            cell.push(' ');
+                        }
+                        cell.push_str(&sanitize::for_terminal(a.as_bytes()));
+                    }
+                }
+                None => cell.push('?'),
+            },
+        }
+        let full = cell.len();
+        let text = match col.cap() {
+            Some(cap) if !self.opts.wide => truncate(cell, cap),
+            _ => cell.as_str(),
+        };
+        let cut = text.len() < full;
+        (text, cut)
+    }
 }
 
 /// Appends `text` padded to `width` (the last column is not padded on the right), wrapped in

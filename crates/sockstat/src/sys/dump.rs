@@ -425,7 +425,7 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
             })),
             _ => None,
         },
-        memory: m.attrs.skmeminfo.map(Memory::from),
+        memory: m.attrs.skmeminfo.map(|x| Box::new(Memory::from(x))),
         cgroup_id: m.attrs.cgroup_id,
     }
 }
@@ -454,7 +454,7 @@ pub(crate) fn socket_from_unix(m: &unix_diag::UnixDiagMsg<'_>) -> Socket {
         timer: None,
         netns: None,
         tcp: None,
-        memory: m.meminfo.map(Memory::from),
+        memory: m.meminfo.map(|x| Box::new(Memory::from(x))),
         cgroup_id: None,
     }
 }

@@ -472,6 +472,22 @@ fn endpoint_key(ep: Option<&Endpoint>) -> Option<(u8, u128, u16)> {
     }
 }
 
+impl SortKey {
+    /// A 128-bit prefix of the key that orders as the key does wherever it differs: the head,
+    /// then per kind of local end an order-preserving 64-bit image of (local, mid): IPv4
+    /// address, port and remote kind packed whole; an IPv6 address's first 64 bits; a unix
+    /// peer's inode; nothing for the rest (they compare equal here and go to the whole key).
+    fn prefix(&self) -> (u64, u64) {
+        let second = match self.head & 0xff {
+            1 => ((self.local as u64) << 24) | (u64::from(self.mid) & 0xff_ffff),
+            2 => (self.local >> 64) as u64,
+            5 => self.local as u64,
+            _ => 0,
+        };
+        (self.head, second)
+    }
+}
+
 fn sort_key(s: &Socket, zone: u32) -> SortKey {
     let head = (u64::from(zone) << 32) | ((s.proto as u64) << 16) | ((s.family as u64) << 8);
     match (
@@ -521,29 +537,40 @@ pub fn sort_sockets(
         .enumerate()
         .map(|(i, (k, _))| (**k, i as u32 + 1))
         .collect();
-    let mut items: Vec<(SortKey, u32)> = sockets
+    // Sorted as 24-byte items (a 128-bit prefix of the key, and the index) rather than with the
+    // whole 64-byte key: at a million sockets that is 40 MB less. Ties on the prefix, which
+    // only IPv6 addresses sharing their first 64 bits and named endpoints produce, are settled
+    // with the whole key.
+    let mut items: Vec<(u64, u64, u32)> = sockets
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let zone = s.netns.and_then(|k| rank.get(&k).copied()).unwrap_or(0);
-            (sort_key(s, zone), i as u32)
+            let (k0, k1) = sort_key(s, zone).prefix();
+            (k0, k1, i as u32)
         })
         .collect();
-    items.sort_unstable_by(|(ka, i), (kb, j)| {
-        ka.cmp(kb).then_with(|| {
-            let (a, b) = (&sockets[*i as usize], &sockets[*j as usize]);
-            let names = if ka.exact {
-                std::cmp::Ordering::Equal
-            } else {
-                (&a.local, &a.remote).cmp(&(&b.local, &b.remote))
-            };
-            names.then_with(|| {
-                (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
+    items.sort_unstable_by(|&(a0, a1, i), &(b0, b1, j)| {
+        (a0, a1).cmp(&(b0, b1)).then_with(|| {
+            let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
+            // The zone rank is the prefix's top half.
+            let (ka, kb) = (
+                sort_key(a, (a0 >> 32) as u32),
+                sort_key(b, (b0 >> 32) as u32),
+            );
+            ka.cmp(&kb).then_with(|| {
+                let names = if ka.exact {
+                    std::cmp::Ordering::Equal
+                } else {
+                    (&a.local, &a.remote).cmp(&(&b.local, &b.remote))
+                };
+                names.then_with(|| {
+                    (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
+                })
             })
         })
     });
-    // Apply the permutation in place: position k receives the socket at items[k].1.
-    let mut order: Vec<u32> = items.into_iter().map(|(_, i)| i).collect();
+    let mut order: Vec<u32> = items.into_iter().map(|(_, _, i)| i).collect();
     for start in 0..order.len() {
         let mut cur = start;
         while order[cur] as usize != start {
@@ -625,8 +652,12 @@ mod sort_tests {
             "0.0.0.0",
             "::1",
             "2001:db8::1",
+            // Same first 64 bits as the one above: the sort prefix ties, the whole key decides.
+            "2001:db8::2",
+            "2001:db8::1:0:0:5",
             "::ffff:127.0.0.1",
             "::",
+            "255.255.255.255",
         ];
         let mut id = 1;
         for (i, a) in addrs.iter().enumerate() {

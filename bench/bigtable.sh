@@ -1,0 +1,27 @@
+#!/bin/sh
+# Peak memory of sockstat on big tables (issue 7 item 5; doc/BENCHMARKS.md, "Big tables").
+# For each scale, a fresh socket table from sockgen in its own network and pid namespace, then
+# the peak RSS (/usr/bin/time %M) of: the table, --json, --no-owners (all to /dev/null), and
+# the socket count sockstat listed. Run as root from the workspace root after
+# `cargo build --release -p sockstat-cli -p sockstat-bench`:
+#   sh bench/bigtable.sh 10k 500k 1M
+ROOT=$(pwd)
+for n in "$@"; do
+  unshare --net --pid --fork --mount --mount-proc sh -c '
+    ROOT=$1; n=$2
+    ip link set lo up
+    mkdir -p /tmp/sgbig && mount -t tmpfs tmpfs /tmp/sgbig && cd /tmp/sgbig
+    procs=$(( $(echo $n | sed "s/k$/000/;s/M$/000000/") / 1000 + 10 ))
+    $ROOT/target/release/sockgen -n $n -p $procs --tw-period 0 --max-seconds 1800 > gen.out 2>&1 &
+    g=$!
+    for i in $(seq 1 3000); do grep -q READY gen.out && break; sleep 0.2; done
+    grep READY gen.out || { echo "sockgen failed at $n:"; tail -5 gen.out; kill $g; exit 1; }
+    S=$ROOT/target/release/sockstat
+    count=$($S --no-owners --json | grep -c "\"proto\"")
+    for v in "" "--json" "--no-owners"; do
+      /usr/bin/time -f "%M %e" -o t.out $S $v > /dev/null 2> err.out
+      echo "scale $n sockets $count variant [${v:-table}] peak_rss_kib $(cut -d" " -f1 t.out) wall_s $(cut -d" " -f2 t.out) warnings $(wc -l < err.out)"
+    done
+    kill $g; wait
+  ' sh "$ROOT" "$n"
+done
