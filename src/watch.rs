@@ -313,6 +313,27 @@ pub(crate) fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// Sleeps until `next_at + interval` (or `until`, if sooner), waking every 50 ms to notice
+/// `stop`, and moves `next_at` there. A refresh that took longer than the interval starts the
+/// next one at once, from now: no burst of catch-up refreshes.
+pub(crate) fn wait_for_next(
+    stop: &AtomicBool,
+    next_at: &mut Instant,
+    interval: Duration,
+    until: Option<Instant>,
+) {
+    *next_at += interval;
+    let now = Instant::now();
+    if *next_at < now {
+        *next_at = now;
+    }
+    let end = until.map_or(*next_at, |u| (*next_at).min(u));
+    while !stop.load(Ordering::Relaxed) && Instant::now() < end {
+        let left = end.saturating_duration_since(Instant::now());
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
 /// The alternate screen, entered on creation and left on drop (also when the loop fails).
 struct AltScreen;
 
@@ -453,16 +474,7 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
             }
             prev = Some(snap);
         }
-        next_at += interval;
-        let now = Instant::now();
-        if next_at < now {
-            // Collecting took longer than the interval: start again from now, no burst.
-            next_at = now;
-        }
-        while !stop.load(Ordering::Relaxed) && Instant::now() < next_at {
-            let left = next_at.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
-        }
+        wait_for_next(&stop, &mut next_at, interval, None);
     }
     Ok(())
 }
@@ -690,16 +702,7 @@ pub fn run_view(
         if count.is_some_and(|n| refreshes >= n) {
             break;
         }
-        next_at += interval;
-        let now = Instant::now();
-        if next_at < now {
-            // The view took longer than the interval (a sampling view): go on from now.
-            next_at = now;
-        }
-        while !stop.load(Ordering::Relaxed) && Instant::now() < next_at {
-            let left = next_at.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
-        }
+        wait_for_next(&stop, &mut next_at, interval, None);
     }
     Ok(code)
 }

@@ -216,6 +216,10 @@ fn bad_requests_are_one_line_and_status_2() {
             "invalid sampling interval '0'",
         ),
         (
+            vec!["trace", "-p", &port, "--json", "-P", "udp"],
+            "-P udp leaves TCP out: this looks at TCP connections only",
+        ),
+        (
             vec!["trace", "-p", &port, "--json", "--watch", "1"],
             "--watch and --count do not apply to it",
         ),

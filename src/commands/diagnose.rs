@@ -13,7 +13,7 @@ use sockstat::diagnose::{self, Context, Counters, Report, Sample, Sysctls};
 use sockstat::sys::counters::ProcPaths;
 use sockstat::sys::diagnose::{page_size, read_counters, read_sysctls, sample, tcp_mem_pages};
 use sockstat::sys::netns::ZoneTarget;
-use sockstat::{render, Proto, Query, Snapshot};
+use sockstat::{render, Query, Snapshot};
 
 use super::counters::{
     in_zone, select_zones, sysctls_unreadable_warning, zones_skipped_warning, Reach, ZoneArgs,
@@ -122,18 +122,7 @@ pub fn run(
     err: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let mut q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
-    if q.protos.as_ref().is_some_and(|p| !p.contains(&Proto::Tcp)) {
-        anyhow::bail!("diagnose looks at TCP connections only: drop -P or include tcp in it");
-    }
-    q.protos = Some(vec![Proto::Tcp]);
-    q.families.unix = false;
-    if !q.families.inet && !q.families.inet6 {
-        q.families.inet = true;
-        q.families.inet6 = true;
-    }
-    q.tcp_info = true;
-    q.memory = true;
-    q.congestion = true;
+    q.narrow_to_tcp_internals()?;
 
     // The first sample needs no owners (findings name the later one's), so it is only a dump
     // of a few ms; the second's dump runs first thing, alongside its owner scan. The interval

@@ -112,18 +112,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     }
     let mut q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
-    if q.protos.as_ref().is_some_and(|p| !p.contains(&Proto::Tcp)) {
-        anyhow::bail!("trace follows a TCP connection: drop -P or include tcp in it");
-    }
-    q.protos = Some(vec![Proto::Tcp]);
-    q.families.unix = false;
-    if !q.families.inet && !q.families.inet6 {
-        q.families.inet = true;
-        q.families.inet6 = true;
-    }
-    q.tcp_info = true;
-    q.memory = true;
-    q.congestion = true;
+    q.narrow_to_tcp_internals()?;
     // Owners are read once, to name the connection; the samples need only the dump (unless an
     // owner filter must be applied every time).
     let mut sampling = q.clone();
@@ -194,15 +183,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        next_at += interval;
-        let now = Instant::now();
-        if next_at < now {
-            next_at = now;
-        }
-        while !stop.load(Ordering::Relaxed) && Instant::now() < next_at.min(deadline) {
-            let left = next_at.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
-        }
+        crate::watch::wait_for_next(&stop, &mut next_at, interval, Some(deadline));
     }
     let Some(trace) = trace else {
         anyhow::bail!(

@@ -210,13 +210,24 @@ impl Cmd {
 
     fn run_once(&self) -> Out {
         let what = self.describe();
-        let mut c = self.command();
-        c.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let child = c
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+        // A binary copied for another user (setpriv tests) cannot be executed while a process
+        // forked by a concurrent test still holds the copy open for writing (ETXTBSY, until that
+        // child execs): retry briefly.
+        let mut tries = 0;
+        let child = loop {
+            let mut c = self.command();
+            c.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            match c.spawn() {
+                Ok(child) => break child,
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 40 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("cannot run {what}: {e}"),
+            }
+        };
         let pid = child.id();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {

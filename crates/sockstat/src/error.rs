@@ -26,6 +26,15 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// The query asks for something that cannot be done (a protocol list without TCP for a
+    /// TCP-only view).
+    Query(crate::query::FilterError),
+}
+
+impl From<crate::query::FilterError> for Error {
+    fn from(e: crate::query::FilterError) -> Error {
+        Error::Query(e)
+    }
 }
 
 impl fmt::Display for Error {
@@ -35,6 +44,7 @@ impl fmt::Display for Error {
                 write!(f, "sock_diag dump of {what} failed: {message}")
             }
             Error::Proc { message } => f.write_str(message),
+            Error::Query(e) => write!(f, "{e}"),
             Error::UnknownZone { name, known } => write!(
                 f,
                 "unknown zone '{name}': give a zone name, container id prefix or namespace inode (known: {})",

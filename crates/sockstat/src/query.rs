@@ -421,6 +421,29 @@ impl Query {
         self.ports.is_some() || self.src.is_some() || self.dst.is_some()
     }
 
+    /// Narrows the query to TCP connections with their internals (`tcp_info`, socket memory,
+    /// congestion control), as `diagnose` and `trace` need them: `-4`/`-6` are kept, unix is
+    /// dropped. Fails, naming the protocols asked for, when `protos` leaves TCP out.
+    pub fn narrow_to_tcp_internals(&mut self) -> Result<(), FilterError> {
+        if let Some(p) = self.protos.as_ref().filter(|p| !p.contains(&Proto::Tcp)) {
+            let names: Vec<&str> = p.iter().map(|p| p.name()).collect();
+            return Err(FilterError::new(format!(
+                "-P {} leaves TCP out: this looks at TCP connections only; drop -P or include tcp in it",
+                names.join(",")
+            )));
+        }
+        self.protos = Some(vec![Proto::Tcp]);
+        self.families.unix = false;
+        if !self.families.inet && !self.families.inet6 {
+            self.families.inet = true;
+            self.families.inet6 = true;
+        }
+        self.tcp_info = true;
+        self.memory = true;
+        self.congestion = true;
+        Ok(())
+    }
+
     /// True when an owner attribute (pid, user, command) is filtered on.
     pub fn filters_owners(&self) -> bool {
         self.pids.is_some() || self.uid.is_some() || self.command.is_some()

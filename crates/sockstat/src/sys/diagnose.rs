@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant};
 
 use crate::diagnose::{self, Context, Counters, Report, Sample, Sysctls};
-use crate::model::Proto;
 use crate::sys::counters::ProcPaths;
 use crate::{Error, Query};
 
@@ -17,15 +16,7 @@ use crate::{Error, Query};
 /// sample skips the owner scan (findings name the holders of the second).
 pub fn run(query: &Query, interval: Duration, bandwidth: Option<f64>) -> Result<Report, Error> {
     let mut q = query.clone();
-    q.protos = Some(vec![Proto::Tcp]);
-    q.families.unix = false;
-    if !q.families.inet && !q.families.inet6 {
-        q.families.inet = true;
-        q.families.inet6 = true;
-    }
-    q.tcp_info = true;
-    q.memory = true;
-    q.congestion = true;
+    q.narrow_to_tcp_internals()?;
     let mut first = q.clone();
     first.owners = q.filters_owners() && q.owners;
     let t0 = Instant::now();

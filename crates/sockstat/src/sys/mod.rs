@@ -671,6 +671,19 @@ mod sort_tests {
         }
     }
 
+    /// Sorts `v` with `sort_sockets` and by comparing the fields themselves; the orders must
+    /// be the same.
+    fn assert_sorts_like_the_fields(mut v: Vec<Socket>) {
+        let mut plain = v.clone();
+        plain.sort_by(|a, b| {
+            (a.proto, a.family, &a.local, &a.remote, a.id)
+                .cmp(&(b.proto, b.family, &b.local, &b.remote, b.id))
+        });
+        sort_sockets(&mut v, &std::collections::BTreeMap::new());
+        let ids = |s: &[Socket]| s.iter().map(|x| x.id).collect::<Vec<_>>();
+        assert_eq!(ids(&v), ids(&plain));
+    }
+
     /// The integer keys must order exactly as comparing the fields themselves does.
     #[test]
     fn keyed_sort_equals_the_plain_comparison() {
@@ -722,14 +735,7 @@ mod sort_tests {
         for i in 0..n {
             v.swap(i, (i * 7919 + 13) % n);
         }
-        let mut plain = v.clone();
-        plain.sort_by(|a, b| {
-            (a.proto, a.family, &a.local, &a.remote, a.id)
-                .cmp(&(b.proto, b.family, &b.local, &b.remote, b.id))
-        });
-        sort_sockets(&mut v, &std::collections::BTreeMap::new());
-        let ids = |s: &[Socket]| s.iter().map(|x| x.id).collect::<Vec<_>>();
-        assert_eq!(ids(&v), ids(&plain));
+        assert_sorts_like_the_fields(v);
     }
 
     /// The same, on many random sockets drawn so that prefixes tie often: IPv6 addresses that
@@ -811,13 +817,6 @@ mod sort_tests {
             };
             v.push(s);
         }
-        let mut plain = v.clone();
-        plain.sort_by(|a, b| {
-            (a.proto, a.family, &a.local, &a.remote, a.id)
-                .cmp(&(b.proto, b.family, &b.local, &b.remote, b.id))
-        });
-        sort_sockets(&mut v, &std::collections::BTreeMap::new());
-        let ids = |s: &[Socket]| s.iter().map(|x| x.id).collect::<Vec<_>>();
-        assert_eq!(ids(&v), ids(&plain));
+        assert_sorts_like_the_fields(v);
     }
 }
