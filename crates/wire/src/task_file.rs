@@ -406,6 +406,24 @@ mod tests {
         b.finish()
     }
 
+    /// The `btf` fuzz target's synthetic seed is this blob; regenerate it after changing the
+    /// layout with `SOCKSTAT_WRITE_SEEDS=1 cargo test -p sockstat-wire --lib task_file`.
+    #[test]
+    fn the_fuzz_seed_is_the_kernel_like_blob() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/btf/kernel-like"
+        );
+        let want = kernel_like();
+        if std::env::var_os("SOCKSTAT_WRITE_SEEDS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        assert!(
+            std::fs::read(path).unwrap() == want,
+            "fuzz/corpus/btf/kernel-like is stale: SOCKSTAT_WRITE_SEEDS=1 cargo test -p sockstat-wire --lib task_file"
+        );
+    }
+
     #[test]
     fn layout_follows_anonymous_members_and_typedefs() {
         let data = kernel_like();
