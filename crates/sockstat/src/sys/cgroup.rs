@@ -4,6 +4,7 @@
 //! the same walk). The id is the cgroup of the process that created the socket, at creation time.
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -23,33 +24,15 @@ pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
         let (Some(root), Some(point)) = (f.get(3), f.get(4)) else {
             continue;
         };
-        let point = PathBuf::from(unescape_mountinfo(point));
+        let point = PathBuf::from(std::ffi::OsString::from_vec(super::unescape_mountinfo(
+            point,
+        )));
         if *root == "/" {
             return Some(point);
         }
         any.get_or_insert(point);
     }
     any
-}
-
-/// mountinfo escapes space, tab, newline and backslash as `\ooo` octal.
-fn unescape_mountinfo(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len() + 1
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Maps every cgroup directory's inode (its cgroup id) to its path below the mount (`/` for the

@@ -452,7 +452,7 @@ pub(crate) fn hidepid_of(mountinfo: &str, mount_point: &Path) -> Option<(String,
         if left.len() < 6 || right.first() != Some(&"proc") {
             continue;
         }
-        if unescape_mount(left[4]) != want {
+        if super::unescape_mountinfo(left[4]) != want {
             continue;
         }
         let opts = right.get(2).copied().unwrap_or("");
@@ -470,26 +470,6 @@ pub(crate) fn hidepid_of(mountinfo: &str, mount_point: &Path) -> Option<(String,
         found = Some(hide.map(|h| (h, gid)));
     }
     found.flatten()
-}
-
-/// Mount points in mountinfo escape space, tab, newline and backslash as `\ooo`.
-fn unescape_mount(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// The numeric entries of /proc: only those are processes (`self`, `thread-self` and the rest
