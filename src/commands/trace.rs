@@ -131,6 +131,12 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     let mut warnings: Vec<sockstat::Warning> = Vec::new();
     while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
         let snap = sockstat::collect(if trace.is_some() { &sampling } else { &q })?;
+        // Every kind of warning any sample raised, once (a dump interrupted mid-trace too).
+        for w in &snap.warnings {
+            if !warnings.iter().any(|x| x.code == w.code) {
+                warnings.push(w.clone());
+            }
+        }
         match &mut trace {
             None => {
                 let found = candidates(&snap, a);
@@ -154,7 +160,6 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                             t.push(s, p);
                         }
                         trace = Some(t);
-                        warnings = snap.warnings.clone();
                     }
                     n => {
                         let shown: Vec<String> =

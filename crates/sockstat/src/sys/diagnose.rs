@@ -91,7 +91,8 @@ pub fn page_size() -> u64 {
     super::auxv(super::AT_PAGESZ).unwrap_or(4096)
 }
 
-/// The counters under `paths`, by `Group.Name`; empty when unreadable.
+/// The counters under `paths`, by `Group.Name`; empty when unreadable, which the diagnosis
+/// reports as its `counters-unavailable` warning.
 pub fn read_counters(paths: &ProcPaths) -> Counters {
     match crate::sys::counters::read(paths) {
         Ok(r) => Counters::from_triples(

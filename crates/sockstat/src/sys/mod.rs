@@ -346,6 +346,13 @@ fn hidden_warning(
     hidepid: Option<&owners::HidePid>,
 ) -> Warning {
     let euid = rustix::process::geteuid();
+    let details: Vec<String> = unreadable
+        .iter()
+        .map(|(pid, uid)| match uid {
+            Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
+            None => format!("pid {pid}: /proc/{pid}/fd not readable"),
+        })
+        .collect();
     if let Some(h) = hidepid {
         return Warning {
             code: "owners-hidden",
@@ -358,13 +365,7 @@ fn hidden_warning(
                 h.option,
                 h.euid
             ),
-            details: unreadable
-                .iter()
-                .map(|(pid, uid)| match uid {
-                    Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
-                    None => format!("pid {pid}: /proc/{pid}/fd not readable"),
-                })
-                .collect(),
+            details,
         };
     }
     let how = if euid.is_root() {
@@ -385,13 +386,7 @@ fn hidden_warning(
             "{hidden} sockets may belong to {} processes whose owners are hidden: {how}",
             unreadable.len()
         ),
-        details: unreadable
-            .iter()
-            .map(|(pid, uid)| match uid {
-                Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
-                None => format!("pid {pid}: /proc/{pid}/fd not readable"),
-            })
-            .collect(),
+        details,
     }
 }
 

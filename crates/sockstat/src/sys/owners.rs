@@ -680,6 +680,8 @@ struct ArgsReader {
     shared: Arc<ArgsShared>,
     /// pids queued, in any order.
     requested: std::sync::Mutex<Vec<u32>>,
+    /// Set when a reader thread could not be started: requests are read in place.
+    inline: std::sync::atomic::AtomicBool,
 }
 
 struct ArgsShared {
@@ -707,6 +709,7 @@ impl ArgsReader {
                 busy: std::sync::Mutex::new(Vec::new()),
             }),
             requested: std::sync::Mutex::new(Vec::new()),
+            inline: std::sync::atomic::AtomicBool::new(false),
         };
         r.spawn_reader();
         r
@@ -719,7 +722,7 @@ impl ArgsReader {
             busy.push(None);
             busy.len() - 1
         };
-        let _ = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("sockstat-args".into())
             .spawn(move || loop {
                 let job = lock(&shared.queue).recv();
@@ -741,6 +744,11 @@ impl ArgsReader {
                     break;
                 }
             });
+        if spawned.is_err() {
+            // No thread to spare: later requests are read on the scan thread, unbudgeted,
+            // rather than queued for a reader that does not exist.
+            self.inline.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Queues the arguments of `pid`, read through `pdir`.
@@ -750,10 +758,13 @@ impl ArgsReader {
             lock(&self.requested).push(pid);
             return;
         }
-        if let Ok(dup) = rustix::io::fcntl_dupfd_cloexec(pdir, 0) {
-            if self.jobs.send((pid, dup)).is_ok() {
-                lock(&self.requested).push(pid);
-            }
+        lock(&self.requested).push(pid);
+        let queued = !self.inline.load(Ordering::Relaxed)
+            && rustix::io::fcntl_dupfd_cloexec(pdir, 0)
+                .is_ok_and(|dup| self.jobs.send((pid, dup)).is_ok());
+        if !queued {
+            // No reader thread, or no fd to spare for the duplicate: read it here, unbudgeted.
+            let _ = lock(&self.shared.results).send((pid, read_args(pdir)));
         }
     }
 
