@@ -591,35 +591,10 @@ fn a_pid_reused_after_the_bpf_iterator_gets_no_rows() {
         return;
     }
     let dir = tempdir();
-    let exe = std::env::current_exe().unwrap();
-    let child = Command::new("unshare")
-        .args([
-            "--pid",
-            "--fork",
-            "--mount",
-            "--propagation",
-            "private",
-            "--mount-proc",
-            "--kill-child",
-        ])
-        .arg(&exe)
-        .env(REUSE_ENV, dir.path())
-        .env("HARDENING_SOCKSTAT", SOCKSTAT)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("unshare");
-    let mut ns = Namespace(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while ns.0.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the namespace did not finish in 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    drop(ns);
+    run_driver(
+        &[(REUSE_ENV, dir.path().as_os_str())],
+        Duration::from_secs(30),
+    );
     let result = std::fs::read_to_string(dir.path().join("result")).unwrap_or_default();
     let err = std::fs::read_to_string(dir.path().join("sockstat.err")).unwrap_or_default();
     assert!(result.ends_with("done\n"), "{result}\n{err}");
@@ -669,9 +644,10 @@ fn a_pid_reused_after_the_bpf_iterator_gets_no_rows() {
     );
 }
 
-fn churn(owner_scan: Option<&str>) {
-    let dir = tempdir();
-    let exe = std::env::current_exe().unwrap();
+/// Runs this test binary as the init of a new pid and mount namespace (with its own /proc),
+/// where `env` makes its constructor a driver; waits at most `limit`, and the namespace dies with
+/// the test either way (`--kill-child`, and the guard kills `unshare`).
+fn run_driver(env: &[(&str, &std::ffi::OsStr)], limit: Duration) -> std::process::ExitStatus {
     let child = Command::new("unshare")
         .args([
             "--pid",
@@ -682,28 +658,34 @@ fn churn(owner_scan: Option<&str>) {
             "--mount-proc",
             "--kill-child",
         ])
-        .arg(&exe)
-        .env(ENV, dir.path())
+        .arg(std::env::current_exe().unwrap())
+        .envs(env.iter().copied())
         .env("HARDENING_SOCKSTAT", SOCKSTAT)
-        .envs(owner_scan.map(|s| ("HARDENING_OWNER_SCAN", s)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("unshare");
     let mut ns = Namespace(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
+    let deadline = Instant::now() + limit;
+    loop {
         if let Some(s) = ns.0.try_wait().unwrap() {
-            break s;
+            return s;
         }
         assert!(
             Instant::now() < deadline,
-            "the churn namespace did not finish in 60 s"
+            "the namespace did not finish in {limit:?}"
         );
         std::thread::sleep(Duration::from_millis(20));
-    };
-    drop(ns);
+    }
+}
+
+fn churn(owner_scan: Option<&str>) {
+    let dir = tempdir();
+    let mut env = vec![(ENV, dir.path().as_os_str())];
+    if let Some(scan) = owner_scan {
+        env.push(("HARDENING_OWNER_SCAN", std::ffi::OsStr::new(scan)));
+    }
+    let status = run_driver(&env, Duration::from_secs(60));
     let runs_log = std::fs::read_to_string(dir.path().join("runs.log")).unwrap_or_default();
     assert!(
         status.success() && runs_log.ends_with("done\n"),
