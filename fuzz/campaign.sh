@@ -3,22 +3,33 @@
 # (default 3600) from its committed seeds, its log kept in fuzz/logs/<target>.log, and the corpus
 # it grew minimized back into fuzz/corpus/<target>/ with `cargo fuzz cmin`.
 #
-#   fuzz/campaign.sh [-t SECONDS] TARGET...
+#   fuzz/campaign.sh [-t SECONDS] [-a] TARGET...
+#
+# -a continues an earlier run: the log is appended to (so it keeps every run's count) and the run
+# starts from the corpus that run committed.
 #
 # Runs at nice 19, so it can share a machine with other work. Needs nightly and cargo-fuzz.
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=3600
-if [ "${1:-}" = "-t" ]; then secs=$2; shift 2; fi
+append=false
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -t) secs=$2; shift 2 ;;
+        -a) append=true; shift ;;
+        *) break ;;
+    esac
+done
 mkdir -p logs work
 for t in "$@"; do
     rm -rf "work/$t"
     cp -r "corpus/$t" "work/$t"
     log="logs/$t.log"
+    $append || : >"$log"
     {
         echo "# cargo +nightly fuzz run $t -- -max_total_time=$secs (nice 19)"
         echo "# started $(date -u +%FT%TZ) on $(uname -r), $(nproc) cpus"
-    } >"$log"
+    } >>"$log"
     status=0
     nice -n 19 cargo +nightly fuzz run "$t" "work/$t" -- \
         -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 >>"$log" 2>&1 || status=$?
