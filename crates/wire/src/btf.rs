@@ -258,19 +258,26 @@ impl<'a> Btf<'a> {
 
     /// The size in bytes of a type: integers, enums, structs and unions by their declared size,
     /// pointers as 8 (the BTF of a 64-bit kernel), arrays by element size times count.
+    ///
+    /// Arrays of arrays are followed at most 32 deep, so an array that is (through modifiers) its
+    /// own element, which only a corrupt BTF can say, has no size instead of no end.
     pub fn size_of(&self, id: u32) -> Option<u32> {
-        let id = self.skip_modifiers(id)?;
-        let (start, kind, _, _, size) = self.record(id)?;
-        match kind {
-            1 | 4 | 5 | 6 | 16 | 19 => Some(size),
-            2 => Some(8),
-            3 => {
-                let elem = u32_ne(self.types, start + TYPE_LEN)?;
-                let nelems = u32_ne(self.types, start + TYPE_LEN + 8)?;
-                self.size_of(elem)?.checked_mul(nelems)
+        let mut id = id;
+        let mut count: u32 = 1;
+        for _ in 0..32 {
+            id = self.skip_modifiers(id)?;
+            let (start, kind, _, _, size) = self.record(id)?;
+            match kind {
+                1 | 4 | 5 | 6 | 16 | 19 => return size.checked_mul(count),
+                2 => return 8u32.checked_mul(count),
+                3 => {
+                    id = u32_ne(self.types, start + TYPE_LEN)?;
+                    count = count.checked_mul(u32_ne(self.types, start + TYPE_LEN + 8)?)?;
+                }
+                _ => return None,
             }
-            _ => None,
         }
+        None
     }
 
     /// The kind of a type after modifiers, if it is one of [`Kind`]'s.
@@ -527,5 +534,27 @@ mod tests {
         let btf = Btf::parse(&data).unwrap();
         assert_eq!(btf.skip_modifiers(1), None);
         assert_eq!(btf.size_of(1), None);
+    }
+
+    /// Found by the `btf` fuzz target in its first seconds: an array whose element type is the
+    /// array itself (here through a typedef) made `size_of` recurse until the stack overflowed.
+    #[test]
+    fn an_array_that_is_its_own_element_has_no_size() {
+        let mut b = Builder::new();
+        let int = b.int("int", 4); // 1
+        let direct = b.array(2, int, 4); // 2: int[4] of itself
+        let via = b.array(4, int, 2); // 3: element 4 ...
+        let td = b.typedef("again", via); // 4: ... which is 3
+        let fine = b.array(int, int, 3); // 5: a real int[3]
+        let nested = b.array(fine, int, 2); // 6: int[2][3]
+        let data = b.finish();
+        let btf = Btf::parse(&data).unwrap();
+        assert_eq!((direct, via, td, fine, nested), (2, 3, 4, 5, 6));
+        assert_eq!(btf.size_of(direct), None);
+        assert_eq!(btf.size_of(via), None);
+        assert_eq!(btf.size_of(td), None);
+        assert_eq!(btf.size_of(fine), Some(12));
+        assert_eq!(btf.size_of(nested), Some(24));
+        // The fuzzer's input itself is replayed from fuzz/regressions/btf/array-of-itself.
     }
 }
