@@ -240,6 +240,62 @@ fn enobufs_every_time_falls_back_to_proc_net_with_a_warning() {
     );
 }
 
+/// A recording record for a `recv()` the kernel failed with `errno` (see `RECORDED_ERROR` in
+/// sockstat's `sys::netlink`): the length word with its top bit set, no bytes.
+fn recv_error(errno: i32) -> [u8; 4] {
+    (0x8000_0000u32 | errno as u32).to_le_bytes()
+}
+
+/// The socket itself reports the overrun: `recv()` fails with ENOBUFS half-way (what the kernel
+/// does once it has dropped a message for a full receive queue), and the retry is clean.
+#[test]
+fn recv_enobufs_mid_dump_is_retried_silently() {
+    let c = Case::new();
+    let (msgs, done) = tcp4();
+    let n = msgs.len();
+    let mut first = Vec::new();
+    first.extend_from_slice(&(msgs[..n / 2].concat().len() as u32).to_le_bytes());
+    first.extend_from_slice(&msgs[..n / 2].concat());
+    first.extend_from_slice(&recv_error(ENOBUFS));
+    std::fs::write(c.nl("tcp4.nl"), first).unwrap();
+    write_recording(&c.nl("tcp4.2.nl"), &[[msgs.concat(), done].concat()]);
+    let v = c.json(TCP4);
+    assert_eq!(
+        sockets(&v).len(),
+        n,
+        "every socket once: the half from the failed attempt is dropped"
+    );
+    assert!(warnings(&v).is_empty(), "{:?}", warnings(&v));
+}
+
+/// `recv()` fails with ENOBUFS on every attempt: the family comes from /proc/net and the
+/// warning names the dump and the error; any other errno is not retried.
+#[test]
+fn recv_errors_that_persist_fall_back_to_proc_net_with_a_warning() {
+    for (errno, text) in [(ENOBUFS, "No buffer space"), (EPERM, "not permitted")] {
+        let c = Case::new();
+        std::fs::write(c.nl("tcp4.nl"), recv_error(errno)).unwrap();
+        if errno != ENOBUFS {
+            // Were EPERM retried, this clean second attempt would be the answer.
+            let (msgs, done) = tcp4();
+            write_recording(&c.nl("tcp4.2.nl"), &[[msgs.concat(), done].concat()]);
+        }
+        c.proc_net(
+            "tcp",
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777002 1 0000000000000000 100 0 0 10 0\n",
+        );
+        let v = c.json(TCP4);
+        let w = warning(&v, "dump-failed");
+        let msg = w["message"].as_str().unwrap();
+        assert!(msg.contains("tcp4") && msg.contains(text), "{msg}");
+        assert_eq!(
+            ids(&v),
+            [777002].into_iter().collect(),
+            "from /proc/net/tcp"
+        );
+    }
+}
+
 /// A reply cut in the middle of a message: the dump is not trusted, the user is told, and the
 /// family comes from /proc/net (or is reported missing).
 #[test]

@@ -119,12 +119,19 @@ impl Transport for Kernel {
     }
 }
 
+/// A record whose length word has this bit set is a failed `recv()`: the low 16 bits are the
+/// errno (a real reply buffer is at most 64 KiB, far below it).
+pub const RECORDED_ERROR: u32 = 0x8000_0000;
+
 /// Wraps another transport and saves every reply buffer to `<dir>/<key>.nl` as a sequence of
-/// (u32 little-endian length, bytes) records.
+/// (u32 little-endian length, bytes) records; a `recv()` that fails is saved as the length word
+/// `RECORDED_ERROR | errno` with no bytes. A dump started again (a retry) is saved as
+/// `<key>.<n>.nl` on its n-th start, which is where [`Replay`] looks for it.
 pub struct Recorder<T> {
     inner: T,
     dir: PathBuf,
     file: Option<File>,
+    starts: std::collections::HashMap<String, usize>,
 }
 
 impl<T> Recorder<T> {
@@ -135,6 +142,7 @@ impl<T> Recorder<T> {
             inner,
             dir: dir.to_path_buf(),
             file: None,
+            starts: std::collections::HashMap::new(),
         })
     }
 }
@@ -145,17 +153,33 @@ impl<T: Transport> Transport for Recorder<T> {
     }
 
     fn start(&mut self, key: &str, request: &[u8]) -> io::Result<()> {
-        self.file = Some(File::create(self.dir.join(format!("{key}.nl")))?);
+        let n = self.starts.entry(key.to_string()).or_insert(0);
+        *n += 1;
+        let name = if *n == 1 {
+            format!("{key}.nl")
+        } else {
+            format!("{key}.{n}.nl")
+        };
+        self.file = Some(File::create(self.dir.join(name))?);
         self.inner.start(key, request)
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.recv(buf)?;
-        if let Some(f) = self.file.as_mut() {
-            f.write_all(&(n as u32).to_le_bytes())?;
-            f.write_all(&buf[..n])?;
+        match self.inner.recv(buf) {
+            Ok(n) => {
+                if let Some(f) = self.file.as_mut() {
+                    f.write_all(&(n as u32).to_le_bytes())?;
+                    f.write_all(&buf[..n])?;
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                if let (Some(f), Some(errno)) = (self.file.as_mut(), e.raw_os_error()) {
+                    f.write_all(&(RECORDED_ERROR | (errno as u32 & 0xffff)).to_le_bytes())?;
+                }
+                Err(e)
+            }
         }
-        Ok(n)
     }
 }
 
@@ -164,7 +188,8 @@ impl<T: Transport> Transport for Recorder<T> {
 ///
 /// A dump that is started again (a retry after `NLM_F_DUMP_INTR` or ENOBUFS) replays
 /// `<key>.<n>.nl` on its n-th start when that file exists, `<key>.nl` otherwise, so a recording
-/// can describe a fault that goes away on retry.
+/// can describe a fault that goes away on retry. A record `RECORDED_ERROR | errno` makes that
+/// `recv()` fail with the errno, as the kernel's socket does when it reports an overrun.
 pub struct Replay {
     dir: PathBuf,
     data: Vec<u8>,
@@ -222,7 +247,13 @@ impl Transport for Replay {
                 "recording ends before NLMSG_DONE",
             ));
         }
-        let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let word = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        if word & RECORDED_ERROR != 0 {
+            // The kernel refused this recv() (ENOBUFS after an overrun, say).
+            self.pos += 4;
+            return Err(io::Error::from_raw_os_error((word & 0xffff) as i32));
+        }
+        let n = word as usize;
         let chunk = rest
             .get(4..4 + n)
             .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "truncated recording"))?;
@@ -282,5 +313,74 @@ pub fn dump(
                 Control::Other(_) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transport that answers each start with the next script: reply buffers, or errnos.
+    struct Scripted {
+        scripts: Vec<Vec<Result<Vec<u8>, i32>>>,
+        current: std::collections::VecDeque<Result<Vec<u8>, i32>>,
+    }
+
+    impl Transport for Scripted {
+        fn start(&mut self, _key: &str, _request: &[u8]) -> io::Result<()> {
+            self.current = self.scripts.remove(0).into();
+            Ok(())
+        }
+
+        fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.current.pop_front().expect("script ran out") {
+                Ok(b) => {
+                    buf[..b.len()].copy_from_slice(&b);
+                    Ok(b.len())
+                }
+                Err(errno) => Err(io::Error::from_raw_os_error(errno)),
+            }
+        }
+    }
+
+    fn drain(t: &mut dyn Transport, key: &str, n: usize) -> Vec<Result<Vec<u8>, i32>> {
+        t.start(key, &[]).unwrap();
+        let mut buf = vec![0u8; 256];
+        (0..n)
+            .map(|_| match t.recv(&mut buf) {
+                Ok(n) => Ok(buf[..n].to_vec()),
+                Err(e) => Err(e.raw_os_error().unwrap()),
+            })
+            .collect()
+    }
+
+    /// What the kernel said, failed receives and restarts included, is what a replay says.
+    #[test]
+    fn a_recording_keeps_failed_receives_and_restarts() {
+        let first = vec![Ok(b"half".to_vec()), Err(libc::ENOBUFS)];
+        let second = vec![Ok(b"whole".to_vec()), Ok(b"done".to_vec())];
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::new(
+            Scripted {
+                scripts: vec![first.clone(), second.clone()],
+                current: Default::default(),
+            },
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(drain(&mut rec, "tcp4", 2), first);
+        assert_eq!(drain(&mut rec, "tcp4", 2), second);
+        drop(rec);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["tcp4.2.nl", "tcp4.nl"]);
+        let mut replay = Replay::new(dir.path());
+        assert_eq!(drain(&mut replay, "tcp4", 2), first);
+        assert_eq!(drain(&mut replay, "tcp4", 2), second);
+        // A third start has no file of its own and replays the first.
+        assert_eq!(drain(&mut replay, "tcp4", 2), first);
     }
 }
