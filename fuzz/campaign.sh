@@ -21,6 +21,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 mkdir -p logs work
+# nice alone does not yield to the rest of the machine when this runs in a session of its own
+# (setsid, a service): with autogroup scheduling, niceness only counts inside the session, so
+# the session's group is niced too.
+echo 19 >/proc/self/autogroup 2>/dev/null || true
 for t in "$@"; do
     rm -rf "work/$t"
     cp -r "corpus/$t" "work/$t"

@@ -105,10 +105,13 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
                     code: "args-unavailable",
                     count: Some(scan.args_stuck.len() as u64),
                     message: format!(
-                        "the arguments of {} processes could not be read within {:.2} s: their \
+                        "the arguments of {} could not be read within {:.2} s: their \
                          memory map is locked (a process stuck in a page fault, e.g. on a hung \
                          NFS or FUSE file); ARGS shows ? for them",
-                        scan.args_stuck.len(),
+                        match scan.args_stuck.len() {
+                            1 => "1 process".to_string(),
+                            n => format!("{n} processes"),
+                        },
                         owners::ARGS_ONE_READ.as_secs_f64()
                     ),
                     details: scan
