@@ -197,9 +197,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     if let Some(what) = cli.generate {
         let stdout = io::stdout();
         let mut out = io::BufWriter::new(stdout.lock());
-        generate::write(what, &mut out)?;
-        out.flush()?;
-        return Ok(());
+        return generate::write(what, &mut out)
+            .and_then(|()| out.flush())
+            .context("cannot write the generated file to standard output");
     }
     let o = &cli.output;
     let mut query = build_query(&cli.filters, &cli.source, cli.source.no_owners)?;

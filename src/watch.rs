@@ -356,6 +356,15 @@ impl Drop for AltScreen {
     }
 }
 
+/// Writes one refresh to standard output; a failure (a full disk; a closed pipe ends quietly
+/// in `main`) says it was the output.
+fn emit(stdout: &io::Stdout, buf: &[u8]) -> anyhow::Result<()> {
+    let mut out = stdout.lock();
+    out.write_all(buf)
+        .and_then(|()| out.flush())
+        .context("cannot write the refresh to standard output")
+}
+
 /// Rows and columns of the terminal on stdout, when it is one.
 fn terminal_rows() -> Option<usize> {
     // SAFETY: TIOCGWINSZ writes a `winsize` into the struct we own.
@@ -454,11 +463,7 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
             }
             Mode::TcpSeries => write_tcp_series(&mut buf, &snap, opts, &now)?,
         }
-        {
-            let mut out = stdout.lock();
-            out.write_all(&buf)?;
-            out.flush()?;
-        }
+        emit(&stdout, &buf)?;
         // The screen shows warnings in place and a JSON listing carries them; elsewhere they go
         // to stderr when they change.
         if mode != Mode::Screen && !(mode == Mode::Snapshots && o.json) {
@@ -689,11 +694,7 @@ pub fn run_view(
             writeln!(buf, "=== {now} ===")?;
             buf.extend_from_slice(&frame.out);
         }
-        {
-            let mut out = stdout.lock();
-            out.write_all(&buf)?;
-            out.flush()?;
-        }
+        emit(&stdout, &buf)?;
         if !screen && frame.err != last_err {
             let mut err = io::stderr().lock();
             let _ = err.write_all(&frame.err);

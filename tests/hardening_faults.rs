@@ -489,3 +489,72 @@ fn full_disk_is_one_line_and_status_2() {
         "{err}"
     );
 }
+
+/// A full disk under every other view: one line naming what was being written, status 2.
+#[test]
+fn full_disk_names_the_view_it_was_writing() {
+    use std::os::unix::io::AsRawFd;
+    // A loopback connection for `trace` to follow.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let _srv = l.accept().unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid fd and a stat buffer of the right type.
+    assert_eq!(unsafe { libc::fstat(c.as_raw_fd(), &mut st) }, 0);
+    let id = st.st_ino.to_string();
+    let cases: [(&[&str], &str); 8] = [
+        (&["counters"], "the counters"),
+        (&["ports", "--json"], "the port report"),
+        (
+            &["diagnose", "--json", "--interval", "0.1"],
+            "the diagnosis",
+        ),
+        (&["--watch", "0.1", "--count", "2"], "the refresh"),
+        (&["ports", "--watch", "0.1", "--count", "2"], "the refresh"),
+        (
+            &["counters", "--json", "--watch", "0.1", "--count", "2"],
+            "the refresh",
+        ),
+        (&["--generate", "man"], "the generated file"),
+        (
+            &[
+                "trace",
+                "--json",
+                "--duration",
+                "0.3",
+                "-p",
+                &port,
+                "--id",
+                &id,
+            ],
+            "the trace",
+        ),
+    ];
+    for (args, what) in cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = sockstat(args)
+            .command()
+            .stdin(std::process::Stdio::null())
+            .stdout(full)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run sockstat");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let errors: Vec<_> = err
+            .lines()
+            .filter(|l| !l.starts_with("sockstat: warning:"))
+            .collect();
+        assert_eq!(
+            errors,
+            [format!(
+                "sockstat: cannot write {what} to standard output: No space left on device (os error 28)"
+            )],
+            "{args:?}"
+        );
+    }
+}

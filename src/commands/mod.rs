@@ -114,10 +114,49 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
         ),
         None => {
             let stdout = io::stdout();
-            let mut out = io::BufWriter::new(stdout.lock());
-            let code = view(&mut out, &mut io::stderr().lock())?;
-            out.flush()?;
-            Ok(code)
+            let mut out = Noted::new(io::BufWriter::new(stdout.lock()));
+            let result = view(&mut out, &mut io::stderr().lock()).and_then(|code| {
+                out.flush()?;
+                Ok(code)
+            });
+            match result {
+                Err(e) if out.failed => {
+                    let what = match cmd {
+                        Command::Counters(_) => "counters",
+                        Command::Diagnose(_) => "diagnosis",
+                        _ => "port report",
+                    };
+                    Err(e.context(format!("cannot write the {what} to standard output")))
+                }
+                r => r,
+            }
         }
+    }
+}
+
+/// A writer that remembers whether a write to it failed, so that the error can say it was the
+/// output (a full disk) and not the gathering that failed.
+pub struct Noted<W> {
+    inner: W,
+    /// A write or flush failed.
+    pub failed: bool,
+}
+
+impl<W> Noted<W> {
+    pub fn new(inner: W) -> Noted<W> {
+        Noted {
+            inner,
+            failed: false,
+        }
+    }
+}
+
+impl<W: Write> Write for Noted<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).inspect_err(|_| self.failed = true)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().inspect_err(|_| self.failed = true)
     }
 }

@@ -205,8 +205,10 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
             "closed_at_s": trace.closed_at_s,
             "summary": summary,
         });
-        serde_json::to_writer(&mut out, &line)?;
-        out.write_all(b"\n")?;
+        serde_json::to_writer(&mut out, &line)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .context(TO_STDOUT)?;
     }
     if let Some(path) = &a.output {
         write_atomically(path, |f| {
@@ -230,16 +232,21 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
             if let Some(p) = trace.points.last().and_then(|p| p.sndbuf_bytes) {
                 facts.push(format!("send buffer {}", bytes_label(p as f64)));
             }
-            writeln!(out, "{title}")?;
-            writeln!(
-                out,
-                "wrote {}: {}",
-                sockstat::render::sanitize::for_terminal(path.as_os_str().as_encoded_bytes()),
-                facts.join(", ")
-            )?;
+            writeln!(out, "{title}")
+                .and_then(|()| {
+                    writeln!(
+                        out,
+                        "wrote {}: {}",
+                        sockstat::render::sanitize::for_terminal(
+                            path.as_os_str().as_encoded_bytes()
+                        ),
+                        facts.join(", ")
+                    )
+                })
+                .context(TO_STDOUT)?;
         }
     }
-    out.flush()?;
+    out.flush().context(TO_STDOUT)?;
     drop(out);
     super::counters::write_warnings(&mut io::stderr().lock(), &warnings, false);
     Ok(ExitCode::SUCCESS)
@@ -247,12 +254,16 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
 
 fn emit(out: &mut impl Write, json: bool, p: &Point) -> anyhow::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, p)?;
-        out.write_all(b"\n")?;
-        out.flush()?;
+        serde_json::to_writer(&mut *out, p)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush())
+            .context(TO_STDOUT)?;
     }
     Ok(())
 }
+
+const TO_STDOUT: &str = "cannot write the trace to standard output";
 
 /// Writes the file next to its final name and renames it there, so a reader never sees half a
 /// picture and an earlier picture is not lost to a failed write.

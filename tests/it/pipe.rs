@@ -53,4 +53,8 @@ fn closed_pipe_is_quiet_success() {
     closed_early(&["--pid", &pids, "--json"]);
     closed_early(&["--pid", &pids, "--csv"]);
     closed_early(&["--pid", &pids, "-s", "-i", "-a", "-w"]);
+    // Views that refresh: the write after the reader left ends them, quietly.
+    closed_early(&["--pid", &pids, "--watch", "0.05", "--count", "200"]);
+    closed_early(&["ports", "--watch", "0.05", "--count", "200"]);
+    closed_early(&["counters", "--json", "--watch", "0.05", "--count", "200"]);
 }
