@@ -108,10 +108,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
                         "the arguments of {} could not be read within {:.2} s: their \
                          memory map is locked (a process stuck in a page fault, e.g. on a hung \
                          NFS or FUSE file); ARGS shows ? for them",
-                        match scan.args_stuck.len() {
-                            1 => "1 process".to_string(),
-                            n => format!("{n} processes"),
-                        },
+                        counted(scan.args_stuck.len(), "process", "processes"),
                         owners::ARGS_ONE_READ.as_secs_f64()
                     ),
                     details: scan
@@ -361,9 +358,10 @@ fn hidden_warning(
             code: "owners-hidden",
             count: Some(hidden as u64),
             message: format!(
-                "{hidden} sockets may belong to processes whose owners are hidden: {} is mounted \
+                "{} may belong to processes whose owners are hidden: {} is mounted \
                  with {}, which hides other users' processes from uid {}; run as root, or give \
                  sockstat CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see README), to see their owners",
+                counted(hidden, "socket", "sockets"),
                 h.mount_point.display(),
                 h.option,
                 h.euid
@@ -386,11 +384,17 @@ fn hidden_warning(
         code: "owners-hidden",
         count: Some(hidden as u64),
         message: format!(
-            "{hidden} sockets may belong to {} processes whose owners are hidden: {how}",
-            unreadable.len()
+            "{} may belong to {} whose owners are hidden: {how}",
+            counted(hidden, "socket", "sockets"),
+            counted(unreadable.len(), "process", "processes")
         ),
         details,
     }
+}
+
+/// "1 socket", "2 sockets".
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `--pid`, `--user`, `--command`: keep the holders that match; drop sockets left with none,
