@@ -479,27 +479,44 @@ fn a_process_whose_memory_map_stays_locked_costs_a_question_mark() {
         let out = sockstat(args).run().no_panic();
         (out, t0.elapsed().as_secs_f64())
     };
-    let (out, secs) = run(&["-l", "-a", "-p", &port, "--json"]);
-    let v = out.json();
-    validate(&v);
-    assert!(secs < 5.0, "sockstat -a took {secs:.1} s");
-    let s = &sockets(&v)[0];
-    let holder = &s["owners"][0];
-    assert_eq!(holder["pid"], pid, "{s}");
-    assert!(holder.get("args").is_none_or(|a| a.is_null()), "{s}");
-    let w: Vec<_> = warnings(&v)
-        .iter()
-        .filter(|w| w["code"] == "args-unavailable")
-        .collect();
-    assert_eq!(w.len(), 1, "{v}");
-    assert_eq!(w[0]["count"], 1, "{v}");
-    assert!(
-        w[0]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("the arguments of 1 process could not be read within 0.25 s"),
-        "{v}"
-    );
+    // Both owner scans read arguments through the same budget.
+    for scan in ["proc", "bpf"] {
+        let (out, secs) = run(&["-l", "-a", "-p", &port, "--json", "--owner-scan", scan]);
+        let v = out.json();
+        validate(&v);
+        assert!(
+            secs < 5.0,
+            "sockstat -a --owner-scan {scan} took {secs:.1} s"
+        );
+        let s = &sockets(&v)[0];
+        let holder = &s["owners"][0];
+        assert_eq!(holder["pid"], pid, "{scan}: {s}");
+        assert!(
+            holder.get("args").is_none_or(|a| a.is_null()),
+            "{scan}: {s}"
+        );
+        let w: Vec<_> = warnings(&v)
+            .iter()
+            .filter(|w| w["code"] == "args-unavailable")
+            .collect();
+        assert_eq!(w.len(), 1, "{scan}: {v}");
+        assert_eq!(w[0]["count"], 1, "{scan}: {v}");
+        assert!(
+            w[0]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("the arguments of 1 process could not be read within 0.25 s"),
+            "{scan}: {v}"
+        );
+        if scan == "bpf" {
+            assert!(
+                !warnings(&v)
+                    .iter()
+                    .any(|w| w["code"] == "owner-scan-bpf-unavailable"),
+                "the BPF scan ran: {v}"
+            );
+        }
+    }
     let (out, secs) = run(&["-l", "-a", "-p", &port]);
     assert!(secs < 5.0, "sockstat -a took {secs:.1} s");
     let t = out.table();
