@@ -200,98 +200,80 @@ fn dump_intr_only_on_done_is_seen() {
     assert_eq!(codes(&v), ["dump-inconsistent"]);
 }
 
+/// The two ways a kernel reports that a dump overran the socket: an NLMSG_ERROR in the stream,
+/// or `recv()` itself failing (once it has dropped a message for a full receive queue).
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Message,
+    Recv,
+}
+
+/// Writes `<key>` as the reply buffers `recvs` followed by a failure with `errno`, in the way
+/// `fault` says. A failed `recv()` is recorded as the length word with its top bit set and the
+/// errno below it (`RECORDED_ERROR` in sockstat's `sys::netlink`).
+fn write_failing_recording(path: &Path, recvs: &[Vec<u8>], fault: Fault, errno: i32) {
+    let mut recvs = recvs.to_vec();
+    if let Fault::Message = fault {
+        recvs.push(nlmsg_error(errno));
+    }
+    write_recording(path, &recvs);
+    if let Fault::Recv = fault {
+        let mut data = std::fs::read(path).unwrap();
+        data.extend_from_slice(&(0x8000_0000u32 | errno as u32).to_le_bytes());
+        std::fs::write(path, data).unwrap();
+    }
+}
+
+/// One listening socket, inode 777001, in /proc/net/tcp text.
+const PROC_NET_TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777001 1 0000000000000000 100 0 0 10 0\n";
+
 #[test]
 fn enobufs_once_is_retried_silently() {
-    let c = Case::new();
-    let (msgs, done) = tcp4();
-    let n = msgs.len();
-    // Half the dump arrives, then the socket overran.
-    let half = msgs[..n / 2].concat();
-    write_recording(&c.nl("tcp4.nl"), &[half, nlmsg_error(ENOBUFS)]);
-    write_recording(&c.nl("tcp4.2.nl"), &[[msgs.concat(), done].concat()]);
-    let v = c.json(TCP4);
-    assert_eq!(
-        sockets(&v).len(),
-        n,
-        "no socket from the failed attempt is kept twice"
-    );
-    assert!(warnings(&v).is_empty(), "{:?}", warnings(&v));
+    for fault in [Fault::Message, Fault::Recv] {
+        let c = Case::new();
+        let (msgs, done) = tcp4();
+        let n = msgs.len();
+        // Half the dump arrives, then the socket overran; the retry is clean.
+        write_failing_recording(&c.nl("tcp4.nl"), &[msgs[..n / 2].concat()], fault, ENOBUFS);
+        write_recording(&c.nl("tcp4.2.nl"), &[[msgs.concat(), done].concat()]);
+        let v = c.json(TCP4);
+        assert_eq!(
+            sockets(&v).len(),
+            n,
+            "{fault:?}: no socket from the failed attempt is kept twice"
+        );
+        assert!(warnings(&v).is_empty(), "{fault:?}: {:?}", warnings(&v));
+    }
 }
 
+/// ENOBUFS on every attempt, either way: the family comes from /proc/net and the warning names
+/// the dump and the error. Another errno from `recv()` is not retried at all.
 #[test]
 fn enobufs_every_time_falls_back_to_proc_net_with_a_warning() {
-    let c = Case::new();
-    write_recording(&c.nl("tcp4.nl"), &[nlmsg_error(ENOBUFS)]);
-    c.proc_net(
-        "tcp",
-        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777001 1 0000000000000000 100 0 0 10 0\n",
-    );
-    let v = c.json(TCP4);
-    let w = warning(&v, "dump-failed");
-    let msg = w["message"].as_str().unwrap();
-    assert!(
-        msg.contains("tcp4") && msg.contains("No buffer space"),
-        "{msg}"
-    );
-    assert_eq!(
-        ids(&v),
-        [777001].into_iter().collect(),
-        "from /proc/net/tcp"
-    );
-}
-
-/// A recording record for a `recv()` the kernel failed with `errno` (see `RECORDED_ERROR` in
-/// sockstat's `sys::netlink`): the length word with its top bit set, no bytes.
-fn recv_error(errno: i32) -> [u8; 4] {
-    (0x8000_0000u32 | errno as u32).to_le_bytes()
-}
-
-/// The socket itself reports the overrun: `recv()` fails with ENOBUFS half-way (what the kernel
-/// does once it has dropped a message for a full receive queue), and the retry is clean.
-#[test]
-fn recv_enobufs_mid_dump_is_retried_silently() {
-    let c = Case::new();
-    let (msgs, done) = tcp4();
-    let n = msgs.len();
-    let mut first = Vec::new();
-    first.extend_from_slice(&(msgs[..n / 2].concat().len() as u32).to_le_bytes());
-    first.extend_from_slice(&msgs[..n / 2].concat());
-    first.extend_from_slice(&recv_error(ENOBUFS));
-    std::fs::write(c.nl("tcp4.nl"), first).unwrap();
-    write_recording(&c.nl("tcp4.2.nl"), &[[msgs.concat(), done].concat()]);
-    let v = c.json(TCP4);
-    assert_eq!(
-        sockets(&v).len(),
-        n,
-        "every socket once: the half from the failed attempt is dropped"
-    );
-    assert!(warnings(&v).is_empty(), "{:?}", warnings(&v));
-}
-
-/// `recv()` fails with ENOBUFS on every attempt: the family comes from /proc/net and the
-/// warning names the dump and the error; any other errno is not retried.
-#[test]
-fn recv_errors_that_persist_fall_back_to_proc_net_with_a_warning() {
-    for (errno, text) in [(ENOBUFS, "No buffer space"), (EPERM, "not permitted")] {
+    for (fault, errno, text) in [
+        (Fault::Message, ENOBUFS, "No buffer space"),
+        (Fault::Recv, ENOBUFS, "No buffer space"),
+        (Fault::Recv, EPERM, "not permitted"),
+    ] {
         let c = Case::new();
-        std::fs::write(c.nl("tcp4.nl"), recv_error(errno)).unwrap();
+        write_failing_recording(&c.nl("tcp4.nl"), &[], fault, errno);
         if errno != ENOBUFS {
             // Were EPERM retried, this clean second attempt would be the answer.
             let (msgs, done) = tcp4();
             write_recording(&c.nl("tcp4.2.nl"), &[[msgs.concat(), done].concat()]);
         }
-        c.proc_net(
-            "tcp",
-            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777002 1 0000000000000000 100 0 0 10 0\n",
-        );
+        c.proc_net("tcp", PROC_NET_TCP);
         let v = c.json(TCP4);
         let w = warning(&v, "dump-failed");
         let msg = w["message"].as_str().unwrap();
-        assert!(msg.contains("tcp4") && msg.contains(text), "{msg}");
+        assert!(
+            msg.contains("tcp4") && msg.contains(text),
+            "{fault:?}: {msg}"
+        );
         assert_eq!(
             ids(&v),
-            [777002].into_iter().collect(),
-            "from /proc/net/tcp"
+            [777001].into_iter().collect(),
+            "{fault:?} {errno}: from /proc/net/tcp"
         );
     }
 }
