@@ -414,6 +414,25 @@ fn missing_raw_diag_falls_back_to_proc_net_raw() {
     assert!(sockets(&out.json()).is_empty());
 }
 
+/// Runs sockstat with its standard output on /dev/full: (status, stderr).
+fn onto_full_disk<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = sockstat(args)
+        .command()
+        .stdin(std::process::Stdio::null())
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run sockstat");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A full disk: one clear line, status 2, whatever the output format.
 #[test]
 fn full_disk_is_one_line_and_status_2() {
@@ -423,19 +442,8 @@ fn full_disk_is_one_line_and_status_2() {
     for fmt in [&[][..], &["--json"][..], &["--csv"][..], &["-s"][..]] {
         let mut args = c.args(TCP4);
         args.extend(fmt.iter().map(|s| s.to_string()));
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .expect("/dev/full");
-        let out = sockstat(&args)
-            .command()
-            .stdin(std::process::Stdio::null())
-            .stdout(full)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .expect("run sockstat");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{fmt:?}: {err}");
+        let (code, err) = onto_full_disk(&args);
+        assert_eq!(code, Some(2), "{fmt:?}: {err}");
         let lines: Vec<_> = err.lines().collect();
         assert_eq!(lines.len(), 1, "{fmt:?}: {err}");
         assert!(
@@ -446,18 +454,8 @@ fn full_disk_is_one_line_and_status_2() {
         assert!(!err.contains("panicked"), "{fmt:?}: {err}");
     }
     // The live path too (a large real listing).
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let out = sockstat(&["-a"])
-        .command()
-        .stdout(full)
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = onto_full_disk(&["-a"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.lines()
             .any(|l| l.starts_with("sockstat: cannot write") && l.contains("No space left")),
@@ -514,19 +512,8 @@ fn full_disk_names_the_view_it_was_writing() {
         ),
     ];
     for (args, what) in cases {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .expect("/dev/full");
-        let out = sockstat(args)
-            .command()
-            .stdin(std::process::Stdio::null())
-            .stdout(full)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .expect("run sockstat");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, err) = onto_full_disk(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
         let errors: Vec<_> = err
             .lines()
             .filter(|l| !l.starts_with("sockstat: warning:"))
