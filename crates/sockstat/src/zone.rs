@@ -244,23 +244,28 @@ fn container(
     }
 }
 
-/// systemd unit-name escaping: `\x2d` stands for `-`.
+/// systemd unit-name escaping: `\x2d` stands for the byte 0x2d, `-`. Works on bytes (an escape
+/// may stand for one byte of a UTF-8 character, and a name may hold other characters as they
+/// are), then reads the result as UTF-8, invalid bytes replaced.
 fn unescape_systemd(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
     let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1] == b'x' {
-            if let Ok(v) = u8::from_str_radix(&s[i + 2..i + 4], 16) {
-                out.push(v as char);
+        let hex = |c: u8| (c as char).to_digit(16);
+        if let (b'\\', Some(b'x'), Some(&hi), Some(&lo)) =
+            (b[i], b.get(i + 1).copied(), b.get(i + 2), b.get(i + 3))
+        {
+            if let (Some(h), Some(l)) = (hex(hi), hex(lo)) {
+                out.push((h * 16 + l) as u8);
                 i += 4;
                 continue;
             }
         }
-        out.push(b[i] as char);
+        out.push(b[i]);
         i += 1;
     }
-    out
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The cgroup paths of `/proc/PID/cgroup`: the cgroup2 line (`0::/path`) first, then the v1
@@ -318,6 +323,36 @@ mod tests {
     use super::*;
 
     const ID: &str = "3f4e1a2b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f";
+
+    /// Found by the `proc_files` fuzz target: an escape whose two hex digits were cut by a
+    /// multi-byte character (`machine-web\xd\u{ff}.scope`) sliced the string inside the
+    /// character and panicked, which any user who may name a cgroup could make happen to
+    /// `sockstat -Z` run as root. Non-ASCII names were also garbled (`café` became `cafÃ©`).
+    #[test]
+    fn a_systemd_escape_cut_inside_a_character_is_kept_not_a_panic() {
+        let name = |path: &str| container_from_cgroup(path).and_then(|c| c.name);
+        assert_eq!(
+            name("/machine.slice/machine-web\\xd\u{ff}.scope").as_deref(),
+            Some("web\\xd\u{ff}")
+        );
+        assert_eq!(
+            name("/machine.slice/machine-caf\u{e9}.scope").as_deref(),
+            Some("caf\u{e9}")
+        );
+        // An escaped UTF-8 character, byte by byte, as systemd writes one.
+        assert_eq!(
+            name("/machine.slice/machine-caf\\xc3\\xa9\\x2d1.scope").as_deref(),
+            Some("caf\u{e9}-1")
+        );
+        assert_eq!(
+            name("/machine.slice/machine-x\\x.scope").as_deref(),
+            Some("x\\x")
+        );
+        assert_eq!(
+            name("/machine.slice/machine-\\xff.scope").as_deref(),
+            Some("\u{fffd}")
+        );
+    }
 
     #[test]
     fn docker_both_drivers() {

@@ -75,7 +75,7 @@ pub fn read_sysctls(proc_root: &ProcPaths) -> Sysctls {
 
 /// `mem N` (pages) on the `TCP:` line of `/proc/net/sockstat` (global TCP memory; the tw
 /// reader in `crate::sys::counters` reads another field of the same line).
-fn parse_sockstat_mem(text: &str) -> Option<u64> {
+pub(crate) fn parse_sockstat_mem(text: &str) -> Option<u64> {
     let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
     let mut words = line.split_ascii_whitespace();
     while let Some(w) = words.next() {

@@ -640,6 +640,86 @@ pub(crate) fn unescape_mountinfo(s: &str) -> Vec<u8> {
     out
 }
 
+/// The body of the `proc_files` cargo-fuzz target (`fuzz/fuzz_targets/proc_files.rs`),
+/// replayed on its corpus by `crates/sockstat/tests/fuzz_corpus.rs` on stable. The first byte
+/// picks a reader of `/proc` (or `/proc`-like) text, the rest is the file. Much of it is written
+/// by the kernel, but inspected processes choose parts of it: a command name in `stat`, cgroup
+/// names (anyone with a delegated subtree), container names, mount points. No reader may panic,
+/// and each answer must be one the callers can use.
+#[doc(hidden)]
+pub fn fuzz_proc_files(data: &[u8]) {
+    let Some((&which, file)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(file);
+    match which % 6 {
+        0 => {
+            // /proc/PID/stat: the fields after the last ')' whatever the command name holds.
+            let t = owners::parse_start_ticks(file);
+            if !file.contains(&b')') {
+                assert_eq!(t, None);
+            }
+        }
+        1 => {
+            // /proc/PID/status.
+            std::hint::black_box((
+                owners::cap_eff(file),
+                owners::has_bpf_caps(file),
+                owners::effective_uid(file),
+            ));
+        }
+        2 => {
+            // /proc/self/mountinfo: the hidepid and cgroup2 readers, and the field unescape.
+            std::hint::black_box(owners::hidepid_of(&text, std::path::Path::new("/proc")));
+            std::hint::black_box(cgroup::cgroup2_mount(&text));
+            for field in text.split([' ', '\n']) {
+                assert!(unescape_mountinfo(field).len() <= field.len());
+            }
+        }
+        3 => {
+            // /proc/PID/cgroup: the container a zone is named after.
+            for path in crate::zone::cgroup_paths(&text) {
+                let Some(c) = crate::zone::container_from_cgroup(path) else {
+                    continue;
+                };
+                // Docker, Podman and containerd zones are named by a hex id of at least 12
+                // digits (the short form), never by whatever else the path held.
+                if matches!(
+                    c.kind,
+                    crate::ZoneKind::Docker | crate::ZoneKind::Podman | crate::ZoneKind::Containerd
+                ) {
+                    let id = c.id.as_deref().unwrap_or("");
+                    assert!(
+                        id.len() >= 12 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                        "{:?} id {id:?} from {path:?}",
+                        c.kind
+                    );
+                }
+            }
+        }
+        4 => {
+            // Container runtimes' JSON and the kubelet's log directory names.
+            std::hint::black_box(crate::zone::docker_name(&text));
+            std::hint::black_box(crate::zone::storage_name(&text, "3f4e1a2b9c8d"));
+            std::hint::black_box(crate::zone::pod_from_log_dirs(
+                text.lines(),
+                "1a2b3c4d-0000-1111-2222-333344445555",
+            ));
+        }
+        _ => {
+            // /proc/net/sockstat and the port sysctls.
+            std::hint::black_box(counters::parse_sockstat_tw(&text));
+            std::hint::black_box(diagnose::parse_sockstat_mem(&text));
+            std::hint::black_box(sysctl::parse_port_range(&text));
+            if let Some(set) = sysctl::parse_reserved_ports(&text) {
+                for &(lo, hi) in set.ranges() {
+                    assert!(lo <= hi);
+                }
+            }
+        }
+    }
+}
+
 /// `AT_PAGESZ`: the page size, in the auxiliary vector.
 pub(crate) const AT_PAGESZ: u64 = 6;
 /// `AT_CLKTCK`: clock ticks per second (`USER_HZ`) as `/proc` reports times in.

@@ -372,7 +372,7 @@ fn read_start_ticks(pdir: &OwnedFd) -> Option<u64> {
     parse_start_ticks(&buf[..n])
 }
 
-fn parse_start_ticks(stat: &[u8]) -> Option<u64> {
+pub(crate) fn parse_start_ticks(stat: &[u8]) -> Option<u64> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
     // After ')': field 3 (state) is the first; starttime is field 22.
@@ -380,7 +380,7 @@ fn parse_start_ticks(stat: &[u8]) -> Option<u64> {
 }
 
 /// CAP_BPF (39) and CAP_PERFMON (38), or CAP_SYS_ADMIN (21), in `CapEff` of a status file.
-fn has_bpf_caps(status: &[u8]) -> bool {
+pub(crate) fn has_bpf_caps(status: &[u8]) -> bool {
     cap_eff(status)
         .is_some_and(|c| c & (1 << 21) != 0 || (c & (1 << 38) != 0 && c & (1 << 39) != 0))
 }
@@ -428,7 +428,7 @@ pub fn hidepid_hides_others(proc_root: &Path) -> Option<HidePid> {
 }
 
 /// The effective capability mask from `/proc/self/status`.
-fn cap_eff(status: &[u8]) -> Option<u64> {
+pub(crate) fn cap_eff(status: &[u8]) -> Option<u64> {
     let line = status
         .split(|&b| b == b'\n')
         .find(|l| l.starts_with(b"CapEff:"))?;

@@ -1,0 +1,55 @@
+//! Replays `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/` through the bodies of the
+//! cargo-fuzz targets that fuzz this crate (`filters`, `proc_files`) on stable, so their seeds
+//! and any crash they found stay fixed without a nightly toolchain.
+
+use std::path::PathBuf;
+
+type Target = fn(&[u8]);
+
+const TARGETS: [(&str, Target); 2] = [
+    ("filters", sockstat::query::fuzz_filters),
+    ("proc_files", sockstat::sys::fuzz_proc_files),
+];
+
+fn fuzz_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+}
+
+#[test]
+fn replay_corpus_and_regressions() {
+    for (name, f) in TARGETS {
+        let mut n = 0;
+        for kind in ["corpus", "regressions"] {
+            let Ok(entries) = std::fs::read_dir(fuzz_dir().join(kind).join(name)) else {
+                continue;
+            };
+            for e in entries {
+                let path = e.unwrap().path();
+                let data = std::fs::read(&path).unwrap();
+                let r = std::panic::catch_unwind(|| f(&data));
+                assert!(r.is_ok(), "{} panics", path.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 10, "only {n} seeds for the {name} fuzz target");
+        let manifest = std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "fuzz/Cargo.toml lacks [[bin]] {name}"
+        );
+    }
+}
+
+#[test]
+fn filter_errors_are_one_escaped_line() {
+    for bad in ["8\n0", "\u{1b}[31m80", "80\u{202e}"] {
+        let e = sockstat::PortSet::parse(bad).unwrap_err().to_string();
+        assert!(!e.chars().any(char::is_control), "{e:?}");
+        assert!(!e.contains('\u{202e}'), "{e:?}");
+    }
+    let e = sockstat::PortSet::parse("8\n0").unwrap_err().to_string();
+    assert!(
+        e.contains(r"'8\n0'"),
+        "the bad value is named, escaped: {e}"
+    );
+}
