@@ -80,6 +80,8 @@
 pub mod counters;
 pub mod diagnose;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod model;
 pub mod ports;
 pub mod query;
