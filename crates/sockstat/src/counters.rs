@@ -1241,8 +1241,9 @@ pub fn deltas(
 }
 
 /// One report from the reports of several zones (`-Z`): each zone's rows, in the order given
-/// (each zone sorted as [`finish`] sorts), tagged with their zone; warnings named after their
-/// zone; `hidden_zero` summed. The interval is the first report's.
+/// (each zone sorted as one report is: resets first, then smallest amount first), tagged with
+/// their zone; warnings named after their zone; `hidden_zero` summed. The interval is the first
+/// report's.
 pub fn merge_zones(reports: Vec<(Zone, CounterReport)>) -> CounterReport {
     let mut out = CounterReport {
         interval_s: reports.first().and_then(|(_, r)| r.interval_s),
