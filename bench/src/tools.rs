@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Port of the generator's first TCP listeners (127.0.0.1:2000 and [::1]:2000).
+/// Port of the generator's first TCP listeners (`127.0.0.1:2000` and `[::1]:2000`).
 pub const PROBE_PORT: u16 = 2000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
