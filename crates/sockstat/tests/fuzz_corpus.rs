@@ -1,6 +1,6 @@
 //! Replays `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/` through the bodies of the
-//! cargo-fuzz targets that fuzz this crate (`filters`, `proc_files`, `listing`) on stable, so their seeds
-//! and any crash they found stay fixed without a nightly toolchain.
+//! cargo-fuzz targets that fuzz this crate (`filters`, `proc_files`, `listing`) on stable, so
+//! their seeds and any crash they found stay fixed without a nightly toolchain.
 
 use std::path::PathBuf;
 
@@ -21,19 +21,7 @@ fn fuzz_dir() -> PathBuf {
 #[test]
 fn replay_corpus_and_regressions() {
     for (name, f) in TARGETS {
-        let mut n = 0;
-        for kind in ["corpus", "regressions"] {
-            let Ok(entries) = std::fs::read_dir(fuzz_dir().join(kind).join(name)) else {
-                continue;
-            };
-            for e in entries {
-                let path = e.unwrap().path();
-                let data = std::fs::read(&path).unwrap();
-                let r = std::panic::catch_unwind(|| f(&data));
-                assert!(r.is_ok(), "{} panics", path.display());
-                n += 1;
-            }
-        }
+        let n = sockstat_wire::fuzzing::replay(&fuzz_dir(), name, f);
         assert!(n >= 10, "only {n} seeds for the {name} fuzz target");
         let manifest = std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).unwrap();
         assert!(

@@ -286,6 +286,26 @@ pub fn fuzz_bytecode_run(data: &[u8]) {
 /// A fuzz entry point.
 pub type Target = fn(&[u8]);
 
+/// Runs every file of `<fuzz_dir>/corpus/<name>/` and `<fuzz_dir>/regressions/<name>/` through
+/// `f` (the stable replay of a cargo-fuzz target), panicking with the file's path when one
+/// panics. Returns how many files were replayed.
+pub fn replay(fuzz_dir: &std::path::Path, name: &str, f: Target) -> usize {
+    let mut n = 0;
+    for kind in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz_dir.join(kind).join(name)) else {
+            continue;
+        };
+        for e in entries {
+            let path = e.expect("a readable fuzz directory").path();
+            let data = std::fs::read(&path).expect("a readable fuzz input");
+            let r = std::panic::catch_unwind(|| f(&data));
+            assert!(r.is_ok(), "{} panics", path.display());
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Every target by name, for the replay test.
 pub const TARGETS: &[(&str, Target)] = &[
     ("netlink_inet", fuzz_netlink_inet),

@@ -14,20 +14,7 @@ fn fuzz_dir() -> PathBuf {
 fn replay_corpus_and_regressions() {
     let mut total = 0;
     for (name, f) in TARGETS {
-        let mut n = 0;
-        for kind in ["corpus", "regressions"] {
-            let dir = fuzz_dir().join(kind).join(name);
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for e in entries {
-                let path = e.unwrap().path();
-                let data = std::fs::read(&path).unwrap();
-                let r = std::panic::catch_unwind(|| f(&data));
-                assert!(r.is_ok(), "{} panics", path.display());
-                n += 1;
-            }
-        }
+        let n = sockstat_wire::fuzzing::replay(&fuzz_dir(), name, *f);
         assert!(n > 0, "no seeds for fuzz target {name}");
         total += n;
     }
