@@ -498,6 +498,7 @@ fn a_process_whose_memory_map_stays_locked_costs_a_question_mark() {
         let (out, secs) = run(&["-l", "-a", "-p", &port, "--json", "--owner-scan", scan]);
         let v = out.json();
         validate(&v);
+        eprintln!("sockstat -a --owner-scan {scan} with a locked memory map: {secs:.2} s");
         assert!(
             secs < 5.0,
             "sockstat -a --owner-scan {scan} took {secs:.1} s"
