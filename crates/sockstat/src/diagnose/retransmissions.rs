@@ -46,8 +46,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                 "syn_retrans_delta",
                 input.counter_delta("TcpExt", "TCPSynRetrans"),
             );
-        // 1 s, then doubling: the connect has waited at least 1 + 2 + ... seconds.
-        let waited: u64 = (0..u32::from(t.retrans)).map(|k| 1u64 << k).sum();
+        // 1 s, then doubling up to the kernel's 120 s cap (TCP_RTO_MAX): the connect has
+        // waited at least 1 + 2 + ... seconds.
+        let waited = syn_wait_s(t.retrans);
         ev.int("waited_at_least_s", waited);
         out.push(Finding {
             zone: None,
@@ -100,6 +101,15 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         });
     }
     out
+}
+
+/// Seconds a connect() has waited after `retrans` SYN retransmissions: the first timeout is
+/// 1 s (TCP_TIMEOUT_INIT), each next one doubles, none exceeds 120 s (TCP_RTO_MAX). A count
+/// above 63 (`tcp_syn_retries` goes up to 127) must neither overflow nor wrap.
+fn syn_wait_s(retrans: u8) -> u64 {
+    (0..u32::from(retrans))
+        .map(|k| (1u64 << k.min(7)).min(120))
+        .sum()
 }
 
 fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
@@ -291,5 +301,25 @@ mod tests {
             .min_rtt(u32::MAX);
         let f = run(vec![b.clone().build(1)], vec![b.build(1)], &ctx());
         assert_eq!(f.len(), 1, "{f:#?}");
+    }
+
+    /// Found by the `listing` fuzz target: a SYN_SENT socket whose timer reported 64 or more
+    /// retransmissions (possible: `tcp_syn_retries` goes up to 127) shifted `1u64` past its
+    /// width, a panic in a debug build and a wrapped, meaningless wait in a release one. The
+    /// wait now follows the kernel's doubling to its 120 s cap.
+    #[test]
+    fn a_syn_retransmitted_past_64_times_has_a_capped_wait_not_an_overflow() {
+        assert_eq!(syn_wait_s(0), 0);
+        assert_eq!(syn_wait_s(6), 63); // the default tcp_syn_retries: 1 + 2 + ... + 32
+        assert_eq!(syn_wait_s(8), 127 + 120); // the 8th timeout is capped: 128 -> 120
+        assert_eq!(syn_wait_s(127), 127 + 120 * 120);
+        assert_eq!(syn_wait_s(255), 127 + 120 * 248);
+        let s = TcpBuilder::new()
+            .state(State::SynSent)
+            .timer(1, 200)
+            .build(1);
+        let f = run(vec![], vec![s], &ctx());
+        assert_eq!(f.len(), 1);
+        assert_eq!(ev(&f[0], "waited_at_least_s"), (127 + 120 * 193) as f64);
     }
 }
