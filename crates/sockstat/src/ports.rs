@@ -543,7 +543,7 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
 
     let c = input.counters;
     let new_tw_total = match (delta(c, "TcpExt", "TW"), delta(c, "TcpExt", "TWKilled")) {
-        (Some(a), b) => Some(a + b.unwrap_or(0)),
+        (Some(a), b) => Some(a.saturating_add(b.unwrap_or(0))),
         (None, _) => None,
     };
     let max_buckets = sys.tcp_max_tw_buckets;

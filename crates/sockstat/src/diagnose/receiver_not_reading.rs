@@ -104,7 +104,9 @@ fn receiver_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     }
     let received = flow.d(TcpInfo::bytes_received)?;
     // What the application read: bytes that arrived minus the growth of the queue.
-    let read = (received + u64::from(q0)).saturating_sub(u64::from(q1));
+    let read = received
+        .saturating_add(u64::from(q0))
+        .saturating_sub(u64::from(q1));
     if read > 0 {
         return None;
     }
