@@ -85,10 +85,11 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
             Command::Serve(_) | Command::Trace(_) => unreachable!("not a view"),
         }
     };
-    let json = match cmd {
-        Command::Counters(a) => a.json || cli.output.json,
-        Command::Diagnose(a) => a.json,
-        Command::Ports(a) => a.json || cli.output.json,
+    // Whether the view is JSON, and what it is called in an error about writing it.
+    let (json, what) = match cmd {
+        Command::Counters(a) => (a.json || cli.output.json, "counters"),
+        Command::Diagnose(a) => (a.json, "diagnosis"),
+        Command::Ports(a) => (a.json || cli.output.json, "port report"),
         Command::Serve(a) => {
             if crate::watch_interval(&cli.output).is_some() {
                 anyhow::bail!("serve runs until stopped: --watch and --count do not apply to it");
@@ -121,11 +122,6 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
             });
             match result {
                 Err(e) if out.failed => {
-                    let what = match cmd {
-                        Command::Counters(_) => "counters",
-                        Command::Diagnose(_) => "diagnosis",
-                        _ => "port report",
-                    };
                     Err(e.context(format!("cannot write the {what} to standard output")))
                 }
                 r => r,
