@@ -11,6 +11,8 @@ use crate::diagnose::{Context, Counters, Sample};
 use crate::model::{Owner, OwnersStatus, Process, Proto, RawString, Snapshot};
 use crate::render::{self, sanitize, Options};
 use crate::sys::dump::{socket_from_inet, socket_from_packet, socket_from_unix};
+use crate::sys::{self, owners};
+use crate::zone;
 
 /// The body of the `proc_files` cargo-fuzz target (`fuzz/fuzz_targets/proc_files.rs`),
 /// replayed on its corpus by `crates/sockstat/tests/fuzz_corpus.rs` on stable. The first byte
@@ -26,7 +28,7 @@ pub fn proc_files(data: &[u8]) {
     match which % 6 {
         0 => {
             // /proc/PID/stat: the fields after the last ')' whatever the command name holds.
-            let t = crate::sys::owners::parse_start_ticks(file);
+            let t = owners::parse_start_ticks(file);
             if !file.contains(&b')') {
                 assert_eq!(t, None);
             }
@@ -34,26 +36,23 @@ pub fn proc_files(data: &[u8]) {
         1 => {
             // /proc/PID/status.
             std::hint::black_box((
-                crate::sys::owners::cap_eff(file),
-                crate::sys::owners::has_bpf_caps(file),
-                crate::sys::owners::effective_uid(file),
+                owners::cap_eff(file),
+                owners::has_bpf_caps(file),
+                owners::effective_uid(file),
             ));
         }
         2 => {
             // /proc/self/mountinfo: the hidepid and cgroup2 readers, and the field unescape.
-            std::hint::black_box(crate::sys::owners::hidepid_of(
-                &text,
-                std::path::Path::new("/proc"),
-            ));
-            std::hint::black_box(crate::sys::cgroup::cgroup2_mount(&text));
+            std::hint::black_box(owners::hidepid_of(&text, std::path::Path::new("/proc")));
+            std::hint::black_box(sys::cgroup::cgroup2_mount(&text));
             for field in text.split([' ', '\n']) {
-                assert!(crate::sys::unescape_mountinfo(field).len() <= field.len());
+                assert!(sys::unescape_mountinfo(field).len() <= field.len());
             }
         }
         3 => {
             // /proc/PID/cgroup: the container a zone is named after.
-            for path in crate::zone::cgroup_paths(&text) {
-                let Some(c) = crate::zone::container_from_cgroup(path) else {
+            for path in zone::cgroup_paths(&text) {
+                let Some(c) = zone::container_from_cgroup(path) else {
                     continue;
                 };
                 // Docker, Podman and containerd zones are named by a hex id of at least 12
@@ -73,19 +72,19 @@ pub fn proc_files(data: &[u8]) {
         }
         4 => {
             // Container runtimes' JSON and the kubelet's log directory names.
-            std::hint::black_box(crate::zone::docker_name(&text));
-            std::hint::black_box(crate::zone::storage_name(&text, "3f4e1a2b9c8d"));
-            std::hint::black_box(crate::zone::pod_from_log_dirs(
+            std::hint::black_box(zone::docker_name(&text));
+            std::hint::black_box(zone::storage_name(&text, "3f4e1a2b9c8d"));
+            std::hint::black_box(zone::pod_from_log_dirs(
                 text.lines(),
                 "1a2b3c4d-0000-1111-2222-333344445555",
             ));
         }
         _ => {
             // /proc/net/sockstat and the port sysctls.
-            std::hint::black_box(crate::sys::counters::parse_sockstat_tw(&text));
-            std::hint::black_box(crate::sys::diagnose::parse_sockstat_mem(&text));
-            std::hint::black_box(crate::sys::sysctl::parse_port_range(&text));
-            if let Some(set) = crate::sys::sysctl::parse_reserved_ports(&text) {
+            std::hint::black_box(sys::counters::parse_sockstat_tw(&text));
+            std::hint::black_box(sys::diagnose::parse_sockstat_mem(&text));
+            std::hint::black_box(sys::sysctl::parse_port_range(&text));
+            if let Some(set) = sys::sysctl::parse_reserved_ports(&text) {
                 for &(lo, hi) in set.ranges() {
                     assert!(lo <= hi);
                 }
@@ -145,14 +144,14 @@ pub fn listing(data: &[u8]) -> usize {
         }
         sockets.push(s);
     }
-    crate::sys::dump::fill_unix_peer_names(&mut sockets);
+    sys::dump::fill_unix_peer_names(&mut sockets);
     let half = sockets.len() / 2;
     let mut snap = Snapshot {
         sockets,
         processes,
         ..Snapshot::default()
     };
-    crate::sys::sort_sockets(&mut snap.sockets, &snap.zones);
+    sys::sort_sockets(&mut snap.sockets, &snap.zones);
 
     let mut opts = Options::new();
     opts.tcp = flags & 1 != 0;
