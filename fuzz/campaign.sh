@@ -45,7 +45,8 @@ for t in "$@"; do
     # Keep only inputs that add coverage, so the committed corpus stays small.
     nice -n 19 cargo +nightly fuzz cmin "$t" "work/$t" >>"logs/$t.cmin.log" 2>&1
     echo "# corpus: $(ls "work/$t" | wc -l) files after cmin (seeded with $(ls "corpus/$t" | wc -l))" >>"$log"
-    # The committed seeds (real captures, named) stay, whatever cmin thinks of them.
-    for f in $(git ls-files "corpus/$t"); do cp -n "$f" "work/$t/"; done
+    # The named seeds (real captures) stay, whatever cmin thinks of them; inputs a fuzzer found
+    # (named by their hash) stay only if cmin kept them.
+    for f in $(git ls-files "corpus/$t" | grep -v '/[0-9a-f]\{40\}$'); do cp -n "$f" "work/$t/"; done
     rm -rf "corpus/$t" && mv "work/$t" "corpus/$t"
 done
