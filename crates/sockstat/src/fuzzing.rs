@@ -81,8 +81,9 @@ pub fn proc_files(data: &[u8]) {
         }
         _ => {
             // /proc/net/sockstat and the port sysctls.
-            std::hint::black_box(sys::counters::parse_sockstat_tw(&text));
-            std::hint::black_box(sys::diagnose::parse_sockstat_mem(&text));
+            for field in ["tw", "mem", ""] {
+                std::hint::black_box(sys::counters::sockstat_tcp_field(&text, field));
+            }
             std::hint::black_box(sys::sysctl::parse_port_range(&text));
             if let Some(set) = sys::sysctl::parse_reserved_ports(&text) {
                 for &(lo, hi) in set.ranges() {

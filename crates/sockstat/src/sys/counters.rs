@@ -120,16 +120,16 @@ pub fn read(paths: &ProcPaths) -> Result<CounterRead, Error> {
 /// (`sockstat_seq_show`, `net/ipv4/proc.c`). `None` when the file or the field is missing.
 pub fn read_time_wait_total(paths: &ProcPaths) -> Option<u64> {
     let text = std::fs::read_to_string(paths.net.join("sockstat")).ok()?;
-    parse_sockstat_tw(&text)
+    sockstat_tcp_field(&text, "tw")
 }
 
-/// Finds `tw N` on the `TCP:` line of `/proc/net/sockstat` text (by name: the line is
-/// `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`).
-pub fn parse_sockstat_tw(text: &str) -> Option<u64> {
+/// Finds the field `name` (`tw`, `mem`, ...) on the `TCP:` line of `/proc/net/sockstat` text,
+/// by name: the line is `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.
+pub fn sockstat_tcp_field(text: &str, name: &str) -> Option<u64> {
     let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
     let mut words = line.split_ascii_whitespace();
     while let Some(w) = words.next() {
-        if w == "tw" {
+        if w == name {
             return words.next()?.parse().ok();
         }
     }
@@ -144,9 +144,12 @@ mod tests {
     fn sockstat_tw_by_name() {
         let t =
             "sockets: used 120\nTCP: inuse 5 orphan 0 tw 27 alloc 7 mem 1\nUDP: inuse 1 mem 0\n";
-        assert_eq!(parse_sockstat_tw(t), Some(27));
-        assert_eq!(parse_sockstat_tw("TCP: inuse 5 orphan 0\n"), None);
-        assert_eq!(parse_sockstat_tw(""), None);
+        assert_eq!(sockstat_tcp_field(t, "tw"), Some(27));
+        assert_eq!(sockstat_tcp_field(t, "mem"), Some(1));
+        // The UDP line's mem is not TCP's.
+        assert_eq!(sockstat_tcp_field("UDP: inuse 1 mem 2\n", "mem"), None);
+        assert_eq!(sockstat_tcp_field("TCP: inuse 5 orphan 0\n", "tw"), None);
+        assert_eq!(sockstat_tcp_field("", "tw"), None);
     }
 
     #[test]

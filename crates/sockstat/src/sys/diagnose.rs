@@ -73,19 +73,6 @@ pub fn read_sysctls(proc_root: &ProcPaths) -> Sysctls {
     }
 }
 
-/// `mem N` (pages) on the `TCP:` line of `/proc/net/sockstat` (global TCP memory; the tw
-/// reader in `crate::sys::counters` reads another field of the same line).
-pub(crate) fn parse_sockstat_mem(text: &str) -> Option<u64> {
-    let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
-    let mut words = line.split_ascii_whitespace();
-    while let Some(w) = words.next() {
-        if w == "mem" {
-            return words.next()?.parse().ok();
-        }
-    }
-    None
-}
-
 /// The page size from the auxiliary vector (`AT_PAGESZ`), 4096 when unreadable.
 pub fn page_size() -> u64 {
     super::auxv(super::AT_PAGESZ).unwrap_or(4096)
@@ -109,8 +96,7 @@ pub fn read_counters(paths: &ProcPaths) -> Counters {
 pub fn tcp_mem_pages(paths: &ProcPaths) -> Option<u64> {
     std::fs::read_to_string(paths.net.join("sockstat"))
         .ok()
-        .as_deref()
-        .and_then(parse_sockstat_mem)
+        .and_then(|t| super::counters::sockstat_tcp_field(&t, "mem"))
 }
 
 /// One sample for the rules: the sockets `q` selects (gathered as [`crate::collect`] does),
@@ -128,14 +114,6 @@ pub fn sample(q: &Query) -> Result<Sample, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sockstat_mem_field() {
-        let t =
-            "sockets: used 120\nTCP: inuse 5 orphan 0 tw 2 alloc 7 mem 13\nUDP: inuse 1 mem 2\n";
-        assert_eq!(parse_sockstat_mem(t), Some(13));
-        assert_eq!(parse_sockstat_mem("UDP: inuse 1 mem 2\n"), None);
-    }
 
     #[test]
     fn triples() {
