@@ -426,7 +426,7 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
     };
     let stdout = io::stdout();
     let mut prev: Option<Snapshot> = None;
-    let mut last_warnings: Vec<&'static str> = Vec::new();
+    let mut last_warnings: Vec<sockstat::WarningCode> = Vec::new();
     let mut refreshes: u64 = 0;
     let mut next_at = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -486,8 +486,8 @@ pub fn run(query: &Query, opts: &Options, o: &OutputArgs, what: &str) -> anyhow:
 
 /// Warnings on stderr when a kind of warning appears or goes (by code: a count that moves from
 /// one refresh to the next does not repeat them).
-fn print_changed_warnings(snap: &Snapshot, verbose: bool, last: &mut Vec<&'static str>) {
-    let now: Vec<&'static str> = snap.warnings.iter().map(|w| w.code).collect();
+fn print_changed_warnings(snap: &Snapshot, verbose: bool, last: &mut Vec<sockstat::WarningCode>) {
+    let now: Vec<sockstat::WarningCode> = snap.warnings.iter().map(|w| w.code).collect();
     if now == *last {
         return;
     }

@@ -2,6 +2,7 @@
 //! values since boot. The numbers and their meanings come from `sockstat::counters`; this file
 //! owns the flags, the waiting and the exit status.
 
+use sockstat::WarningCode;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -177,7 +178,7 @@ pub fn in_zone<T: Send>(
 /// The warning for zones whose sysctls could not be read (`notes`: one line per zone).
 pub fn sysctls_unreadable_warning(notes: Vec<String>, skipped: &str) -> Option<Warning> {
     (!notes.is_empty()).then(|| Warning {
-        code: "zone-sysctls-unreadable",
+        code: WarningCode::ZoneSysctlsUnreadable,
         count: Some(notes.len() as u64),
         message: format!(
             "{} zones could not be joined with these privileges: their counters were read \
@@ -192,7 +193,7 @@ pub fn sysctls_unreadable_warning(notes: Vec<String>, skipped: &str) -> Option<W
 /// The warning for zones that could not be read at all.
 pub fn zones_skipped_warning(skipped: Vec<String>, what: &str) -> Option<Warning> {
     (!skipped.is_empty()).then(|| Warning {
-        code: "zones-not-read",
+        code: WarningCode::ZonesNotRead,
         count: Some(skipped.len() as u64),
         message: format!(
             "{} zones could not be read: {what} (-v for why)",

@@ -4,6 +4,7 @@
 //! do) and the exit status: 0 healthy (or info only), 1 a finding at warning level or above,
 //! 2 an error.
 
+use sockstat::WarningCode;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -181,7 +182,7 @@ pub fn run(
     };
     if a.exact_locks && !is_root() {
         report.warnings.push(sockstat::Warning {
-            code: "exact-locks-need-root",
+            code: WarningCode::ExactLocksNeedRoot,
             count: None,
             message: "--exact-locks needs root (pidfd_getfd needs ptrace rights over the holder): \
                       buffer locks are inferred"
@@ -191,7 +192,7 @@ pub fn run(
     }
     if !lock_errors.is_empty() {
         report.warnings.push(sockstat::Warning {
-            code: "exact-locks-unavailable",
+            code: WarningCode::ExactLocksUnavailable,
             count: Some(lock_errors.len() as u64),
             message: format!(
                 "{} buffer locks could not be read exactly (kernel before 5.15, the process or \
@@ -203,7 +204,7 @@ pub fn run(
     }
     if !is_root() {
         report.warnings.push(sockstat::Warning {
-            code: "buffer-locks-inferred",
+            code: WarningCode::BufferLocksInferred,
             count: None,
             message: "not root: whether an application set SO_SNDBUF/SO_RCVBUF is inferred from \
                       buffer sizes and window scales (doc/diagnostics.md), and processes of other \
@@ -272,7 +273,7 @@ fn diagnose_zones(
             f
         }));
         for mut w in r.warnings {
-            if w.code != "tcp-mem-hidden" {
+            if w.code != WarningCode::TcpMemHidden {
                 w.message = format!("zone {}: {}", t.zone.name, w.message);
             }
             if !report.warnings.contains(&w) {

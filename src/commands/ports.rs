@@ -3,6 +3,7 @@
 //! The analysis is `sockstat::ports`; this file owns the flags, the sampling and the exit
 //! status.
 
+use sockstat::WarningCode;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -320,8 +321,8 @@ fn run_zones(
         });
         if reach != Reach::Joined {
             report.warnings.push(ports::Finding {
-                code: "zone-sysctls-unreadable",
-                level: ports::Level::Info,
+                code: WarningCode::ZoneSysctlsUnreadable.name(),
+                level: sockstat::Severity::Info,
                 message: format!(
                     "the sysctls of zone {} cannot be read without joining it: the range, \
                      reuse settings and TIME-WAIT limit shown are the kernel defaults or unknown",

@@ -5,6 +5,7 @@
 //! (always by name: kernels insert new names in the middle of a line, research/kernel.md §3.4),
 //! subtracts, sorts and explains. It never reads the system and never prints.
 
+use crate::model::WarningCode;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -1227,7 +1228,7 @@ pub fn deltas(
     let mut report = finish(rows, all, Some(interval_s));
     if !resets.is_empty() {
         report.warnings.push(Warning {
-            code: "counters-reset",
+            code: WarningCode::CountersReset,
             count: Some(resets.len() as u64),
             message: format!(
                 "{} counters went down during the interval (reset, wrapped, or the network \
@@ -1361,7 +1362,7 @@ mod tests {
         assert_eq!(est.delta, Some(-10));
         assert!(!est.reset);
         assert_eq!(r.warnings.len(), 1);
-        assert_eq!(r.warnings[0].code, "counters-reset");
+        assert_eq!(r.warnings[0].code, WarningCode::CountersReset);
         assert_eq!(r.warnings[0].details, ["Tcp.OutRsts: 1000 -> 3"]);
         // Resets sort first.
         assert!(r.counters[0].reset);

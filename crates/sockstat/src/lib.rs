@@ -93,8 +93,8 @@ pub mod zone;
 pub use error::Error;
 pub use model::tcp::{Memory, TcpDetails};
 pub use model::{
-    Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Snapshot, SockType, Socket,
-    State, Timer, UnixName, Warning,
+    Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Severity, Snapshot, SockType,
+    Socket, State, Timer, UnixName, Warning, WarningCode,
 };
 pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 pub use zone::{Zone, ZoneKind};

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::counters::CounterSet;
-use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning};
+use crate::model::{Endpoint, Proto, Severity, Snapshot, Socket, State, Warning};
 use crate::query::{PortSet, Query};
 use crate::sys::sysctl::PortSysctls;
 use crate::zone::Zone;
@@ -27,39 +27,16 @@ pub const DEFAULT_RANGE: (u16, u16) = (32768, 60999);
 /// `idiag_timer` value of a TIME-WAIT entry.
 const TIMER_TIME_WAIT: u8 = 3;
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Worth knowing.
-    Info,
-    /// Half the range or more; a rate that cannot last.
-    Warning,
-    /// 80% of the range or more; the TIME-WAIT table overflowing.
-    Critical,
-}
-
-impl Level {
-    /// The name used in the table and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Info => "info",
-            Level::Warning => "warning",
-            Level::Critical => "critical",
-        }
-    }
-}
-
 /// The level of a destination using `count` of `usable` ports: warning from 50%, critical from
 /// 80% (R7), computed in integers so the boundaries are exact.
-pub fn usage_level(count: u64, usable: u64) -> Option<Level> {
+pub fn usage_level(count: u64, usable: u64) -> Option<Severity> {
     if usable == 0 {
-        return (count > 0).then_some(Level::Critical);
+        return (count > 0).then_some(Severity::Critical);
     }
     if count * 5 >= usable * 4 {
-        Some(Level::Critical)
+        Some(Severity::Critical)
     } else if count * 2 >= usable {
-        Some(Level::Warning)
+        Some(Severity::Warning)
     } else {
         None
     }
@@ -185,7 +162,7 @@ pub struct Destination {
     /// `new_time_wait` per second.
     pub new_time_wait_per_s: Option<f64>,
     /// `warning` from 50% of the range, `critical` from 80%; absent below.
-    pub level: Option<Level>,
+    pub level: Option<Severity>,
 }
 
 /// One client of a listening port, as the server sees it.
@@ -253,7 +230,7 @@ pub struct Finding {
     /// warning's code.
     pub code: &'static str,
     /// How serious.
-    pub level: Level,
+    pub level: Severity,
     /// What was seen.
     pub message: String,
     /// What to do.
@@ -609,7 +586,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
     if n == 0 {
         out.push(Finding {
             code: "no-ephemeral-ports",
-            level: Level::Critical,
+            level: Severity::Critical,
             message: format!(
                 "the ephemeral range {}-{} has no usable port ({} reserved): every connect() \
                  without bind() fails with EADDRNOTAVAIL",
@@ -625,7 +602,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
     for d in &r.destinations {
         let Some(level) = d.level else { continue };
         let code = match level {
-            Level::Critical => "ephemeral-ports-critical",
+            Severity::Critical => "ephemeral-ports-critical",
             _ => "ephemeral-ports-warning",
         };
         let left = match d.time_wait_left {
@@ -662,7 +639,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
         if d.level.is_none() && rate > r.range.sustainable_rate_per_s && n > 0 {
             out.push(Finding {
                 code: "ephemeral-ports-rate",
-                level: Level::Warning,
+                level: Severity::Warning,
                 message: format!(
                     "client {} -> {} opens {:.1} connections/s that end in TIME-WAIT, more than \
                      the {:.1}/s its {} ports sustain: the range runs out in about {:.0} s",
@@ -681,7 +658,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
     if let Some(o) = r.time_wait.overflow_delta.filter(|o| *o > 0) {
         out.push(Finding {
             code: "time-wait-overflow",
-            level: Level::Critical,
+            level: Severity::Critical,
             message: format!(
                 "TIME-WAIT table full: {o} connections were closed without TIME-WAIT protection \
                  (TcpExt.TCPTimeWaitOverflow; {} entries, tcp_max_tw_buckets {})",
@@ -700,7 +677,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
     } else if let Some(u) = r.time_wait.usage.filter(|u| *u >= 0.8) {
         out.push(Finding {
             code: "time-wait-buckets",
-            level: Level::Warning,
+            level: Severity::Warning,
             message: format!(
                 "{} TIME-WAIT entries use {:.0}% of tcp_max_tw_buckets ({}); past it, connections \
                  close without TIME-WAIT protection",
@@ -740,7 +717,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
         let top = &r.servers[0];
         out.push(Finding {
             code: "time-wait-syn-rejects",
-            level: Level::Warning,
+            level: Severity::Warning,
             message: format!(
                 "clients reuse ports that are still in TIME-WAIT on the server ({} on {} from \
                  {} clients) and their SYNs are rejected ({}): connects stall for a SYN \
@@ -760,7 +737,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
     } else if server_tw > 0 && r.interval_s.is_none() {
         out.push(Finding {
             code: "server-time-wait",
-            level: Level::Info,
+            level: Severity::Info,
             message: format!(
                 "{server_tw} TIME-WAIT entries sit on {} listening ports (the server closed \
                  first); a client that reuses one of those ports within 60 s may have its SYN \
@@ -776,7 +753,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
     if let Some(d) = r.time_wait.recycled_delta.filter(|d| *d > 0) {
         out.push(Finding {
             code: "time-wait-reused",
-            level: Level::Info,
+            level: Severity::Info,
             message: format!(
                 "connect() reused a port still in TIME-WAIT {d} times during the interval \
                  (TcpExt.TWRecycled; {})",
@@ -801,8 +778,8 @@ pub fn endpoint_text(addr: IpAddr, port: u16) -> String {
 /// Collection warnings (hidden owners, missing files) as findings, so one list carries both.
 pub fn finding_from_warning(w: &Warning) -> Finding {
     Finding {
-        code: w.code,
-        level: Level::Info,
+        code: w.code.name(),
+        level: Severity::Info,
         message: w.message.clone(),
         advice: None,
         details: w.details.clone(),
@@ -893,20 +870,20 @@ pub(crate) mod tests {
     #[test]
     fn boundaries_exactly_50_and_80_percent() {
         assert_eq!(usage_level(49, 100), None);
-        assert_eq!(usage_level(50, 100), Some(Level::Warning));
-        assert_eq!(usage_level(79, 100), Some(Level::Warning));
-        assert_eq!(usage_level(80, 100), Some(Level::Critical));
+        assert_eq!(usage_level(50, 100), Some(Severity::Warning));
+        assert_eq!(usage_level(79, 100), Some(Severity::Warning));
+        assert_eq!(usage_level(80, 100), Some(Severity::Critical));
         assert_eq!(usage_level(0, 0), None);
-        assert_eq!(usage_level(1, 0), Some(Level::Critical));
+        assert_eq!(usage_level(1, 0), Some(Severity::Critical));
 
         let sys = sysctls(40000, 40009, "");
         let r = run(&snap(n_to(5, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.destinations[0].usage, 0.5);
-        assert_eq!(r.destinations[0].level, Some(Level::Warning));
+        assert_eq!(r.destinations[0].level, Some(Severity::Warning));
         assert_eq!(r.warnings[0].code, "ephemeral-ports-warning");
         let r = run(&snap(n_to(8, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.destinations[0].usage, 0.8);
-        assert_eq!(r.destinations[0].level, Some(Level::Critical));
+        assert_eq!(r.destinations[0].level, Some(Severity::Critical));
         assert_eq!(r.warnings[0].code, "ephemeral-ports-critical");
         assert!(
             r.warnings[0].message.contains("uses 8 of 10"),
@@ -941,7 +918,7 @@ pub(crate) mod tests {
         let r = run(&snap(n_to(1, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.range.usable, 1);
         assert_eq!(r.destinations[0].count, 1);
-        assert_eq!(r.destinations[0].level, Some(Level::Critical));
+        assert_eq!(r.destinations[0].level, Some(Severity::Critical));
         // All of it reserved: nothing usable, one critical finding.
         let sys = sysctls(40000, 40000, "40000");
         let r = run(&snap(vec![]), &sys);

@@ -29,12 +29,14 @@ mod timewait_syn;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+use crate::model::WarningCode;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::tcp::TcpInfo;
+pub use crate::model::Severity;
 use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning};
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
@@ -55,29 +57,6 @@ pub const CRITICAL_CEILING: f64 = 1_250_000.0;
 pub const SLOW_PATH_RTT_US: u32 = 10_000;
 /// A ceiling below this share of the known bandwidth is critical (kernel.md R1 severity).
 pub const CRITICAL_BANDWIDTH_SHARE: f64 = 0.5;
-
-/// How bad a finding is. Ordered: `Critical > Warning > Info`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing; does not change the exit status.
-    Info,
-    /// Something limits a connection or the host; exit status 1.
-    Warning,
-    /// A connection is severely limited or failing; exit status 1.
-    Critical,
-}
-
-impl Severity {
-    /// The name used in JSON and text.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Critical => "critical",
-        }
-    }
-}
 
 /// The rules, by the id used in JSON (`"rule"`) and in doc/diagnostics.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -628,7 +607,7 @@ pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
     let mut warnings = after.snapshot.warnings.clone();
     if after.counters.is_empty() {
         warnings.push(Warning {
-            code: "counters-unavailable",
+            code: WarningCode::CountersUnavailable,
             count: None,
             message: "the namespace's TCP counters (/proc/net/netstat, /proc/net/snmp) could not \
                       be read: listen-overflow, timewait-syn-rejected, memory-pressure and \
@@ -639,7 +618,7 @@ pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
     }
     if ctx.sysctls.tcp_mem.is_none() {
         warnings.push(Warning {
-            code: "tcp-mem-hidden",
+            code: WarningCode::TcpMemHidden,
             count: None,
             message: "net.ipv4.tcp_mem could not be read (it is global and shown only in the \
                       host's initial network namespace): memory pressure is judged from the \
@@ -656,7 +635,7 @@ pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
         .count();
     if no_cookie > 0 {
         warnings.push(Warning {
-            code: "no-cookies",
+            code: WarningCode::NoCookies,
             count: Some(no_cookie as u64),
             message: format!(
                 "{no_cookie} TCP sockets came without a socket cookie (/proc/net text): they \

@@ -5,6 +5,9 @@
 //! (`expires_ms`); a value the kernel did not provide is `None`, never 0.
 
 pub mod tcp;
+mod warning;
+
+pub use warning::{counted, Severity, Warning, WarningCode};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -550,20 +553,6 @@ impl Socket {
             },
         }
     }
-}
-
-/// Something that could not be seen, and how to see it; collected, then reported once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Warning {
-    /// Stable machine-readable code (`owners-hidden`, `proto-unavailable`, ...).
-    pub code: &'static str,
-    /// How many things it concerns (sockets, processes, ...), when countable.
-    pub count: Option<u64>,
-    /// One line for a person: what is missing and how to get it.
-    pub message: String,
-    /// Details shown with `-v` (e.g. the pids that could not be read).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<String>,
 }
 
 /// Everything one query saw, ready to filter and render.

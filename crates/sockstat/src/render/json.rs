@@ -261,7 +261,7 @@ pub fn write_warnings(warnings: &[Warning], verbose: bool, out: &mut dyn Write) 
             out.write_all(b",")?;
         }
         let jw = JsonWarning {
-            code: w.code,
+            code: w.code.name(),
             count: w.count,
             message: &w.message,
             details: (verbose && !w.details.is_empty()).then_some(&w.details[..]),

@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use super::sanitize::for_terminal;
 use super::Options;
-use crate::ports::{endpoint_text, Finding, Level, PortsReport, TimeLeft, TIME_WAIT_S};
+use crate::model::Severity;
+use crate::ports::{endpoint_text, Finding, PortsReport, TimeLeft, TIME_WAIT_S};
 
 /// Version of the ports JSON document.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -143,8 +144,8 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
                     "{:.0}%{}",
                     d.usage * 100.0,
                     match d.level {
-                        Some(Level::Critical) => "!!",
-                        Some(Level::Warning) => "!",
+                        Some(Severity::Critical) => "!!",
+                        Some(Severity::Warning) => "!",
                         _ => "",
                     }
                 ),
@@ -224,9 +225,9 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
     for w in &r.warnings {
         let label = w.level.name();
         let color = match w.level {
-            Level::Critical => RED,
-            Level::Warning => YELLOW,
-            Level::Info => "",
+            Severity::Critical => RED,
+            Severity::Warning => YELLOW,
+            Severity::Info => "",
         };
         if opts.color && !color.is_empty() {
             writeln!(out, "{color}{label}{RESET}: {}", w.message)?;

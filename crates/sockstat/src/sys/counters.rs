@@ -2,6 +2,7 @@
 //! TIME-WAIT total of `sockstat`, from the directory [`ProcPaths::net`] names. Parsing is in
 //! [`crate::counters`]; this module only reads.
 
+use crate::model::WarningCode;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -93,7 +94,7 @@ pub fn read(paths: &ProcPaths) -> Result<CounterRead, Error> {
     let mut warnings = Vec::new();
     if netstat.is_none() {
         warnings.push(Warning {
-            code: "counters-missing",
+            code: WarningCode::CountersMissing,
             count: None,
             message: format!(
                 "{} is missing: the TcpExt and IpExt counters are not shown",
@@ -104,7 +105,7 @@ pub fn read(paths: &ProcPaths) -> Result<CounterRead, Error> {
     }
     if snmp6.is_none() {
         warnings.push(Warning {
-            code: "counters-missing",
+            code: WarningCode::CountersMissing,
             count: None,
             message: format!(
                 "{} is missing (IPv6 disabled?): the Ip6, Icmp6 and Udp6 counters are not shown",

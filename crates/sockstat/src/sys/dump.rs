@@ -4,6 +4,7 @@
 //!
 //! Produces model [`Socket`]s; owners are joined later by `sys::collect`.
 
+use crate::model::WarningCode;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -160,7 +161,7 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
                 Ok(r) => Box::new(r),
                 Err(e) => {
                     g.warnings.push(Warning {
-                        code: "record-failed",
+                        code: WarningCode::RecordFailed,
                         count: None,
                         message: format!("cannot record netlink replies in {}: {e}", dir.display()),
                         details: vec![],
@@ -191,7 +192,7 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
                     // Never mix a recording with this host's live /proc/net.
                     if !fallback_expected(t, &e) {
                         g.warnings.push(Warning {
-                            code: "dump-not-recorded",
+                            code: WarningCode::DumpNotRecorded,
                             count: None,
                             message: format!(
                                 "the recording has no usable {} dump ({e}); those sockets are not listed",
@@ -211,7 +212,7 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
                     }
                     if !fallback_expected(t, &e) {
                         g.warnings.push(Warning {
-                            code: "dump-failed",
+                            code: WarningCode::DumpFailed,
                             count: None,
                             message: format!(
                                 "sock_diag dump of {} failed ({e}); read /proc/net instead (no cookies or TCP internals for these)",
@@ -318,7 +319,7 @@ fn dump_target(
             Ok(stats) => {
                 if stats.interrupted {
                     g.warnings.push(Warning {
-                        code: "dump-inconsistent",
+                        code: WarningCode::DumpInconsistent,
                         count: None,
                         message: format!(
                             "the {key} table changed during every one of {DUMP_ATTEMPTS} dumps; the listing may miss or repeat sockets"
@@ -513,7 +514,7 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
             let first = family == Family::Inet || !q.families.inet;
             if explicit && first {
                 g.warnings.push(Warning {
-                    code: "proto-unavailable",
+                    code: WarningCode::ProtoUnavailable,
                     count: None,
                     message: format!(
                         "this kernel does not provide {} sockets to sock_diag (module not loaded or not built); none are listed",
@@ -535,7 +536,7 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
             }
             Err(e) => {
                 g.warnings.push(Warning {
-                    code: "proc-net-unreadable",
+                    code: WarningCode::ProcNetUnreadable,
                     count: None,
                     message: format!(
                         "cannot read {}: {e}; its sockets are not listed",
@@ -554,7 +555,7 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
         };
         if bad > 0 {
             g.warnings.push(Warning {
-                code: "proc-net-malformed",
+                code: WarningCode::ProcNetMalformed,
                 count: Some(bad as u64),
                 message: format!(
                     "{bad} lines of {} could not be parsed and were skipped",

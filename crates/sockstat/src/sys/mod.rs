@@ -13,6 +13,7 @@ pub mod sysctl;
 pub mod taskfile;
 pub mod users;
 
+use crate::model::{counted, WarningCode};
 use std::collections::HashSet;
 
 use crate::error::Error;
@@ -70,7 +71,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     let scan = scan.map(|(scan, bpf_refused)| {
         if let Some(why) = bpf_refused {
             snap.warnings.push(Warning {
-                code: "owner-scan-bpf-unavailable",
+                code: WarningCode::OwnerScanBpfUnavailable,
                 count: None,
                 message: format!("--owner-scan bpf: {why}; scanned /proc instead"),
                 details: vec![],
@@ -93,7 +94,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
                 };
             }
             snap.warnings.push(Warning {
-                code: "owners-unavailable",
+                code: WarningCode::OwnersUnavailable,
                 count: None,
                 message: format!("no process information: {}", e.message),
                 details: vec![],
@@ -102,7 +103,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
         Some(Ok(scan)) => {
             if !scan.args_stuck.is_empty() {
                 snap.warnings.push(Warning {
-                    code: "args-unavailable",
+                    code: WarningCode::ArgsUnavailable,
                     count: Some(scan.args_stuck.len() as u64),
                     message: format!(
                         "the arguments of {} could not be read within {:.2} s: their \
@@ -148,7 +149,7 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
         snap.users = names;
         if missing > 0 {
             snap.warnings.push(Warning {
-                code: "users-unresolved",
+                code: WarningCode::UsersUnresolved,
                 count: Some(missing as u64),
                 message: format!(
                     "the user database did not answer within {:.1} s (NSS: a directory service \
@@ -174,7 +175,7 @@ fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
         Ok(t) => t,
         Err(e) => {
             snap.warnings.push(Warning {
-                code: "cgroup-unknown",
+                code: WarningCode::CgroupUnknown,
                 count: None,
                 message: format!(
                     "cannot read {}: {e}; sockets' cgroups cannot be named (the CGROUP column shows ?)",
@@ -187,7 +188,7 @@ fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
     };
     let Some(mount) = cgroup::cgroup2_mount(&mountinfo) else {
         snap.warnings.push(Warning {
-            code: "cgroup2-unmounted",
+            code: WarningCode::Cgroup2Unmounted,
             count: None,
             message: "no cgroup2 hierarchy is mounted here, so sockets' cgroups cannot be named \
                       (the CGROUP column shows ?); mount one (mount -t cgroup2 none /sys/fs/cgroup) \
@@ -213,7 +214,7 @@ fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
     }
     if missing > 0 {
         snap.warnings.push(Warning {
-            code: "cgroup-unknown",
+            code: WarningCode::CgroupUnknown,
             count: Some(missing),
             message: format!(
                 "{missing} cgroup ids of sockets have no directory under {} (removed since the socket was made, or in another cgroup namespace)",
@@ -295,7 +296,7 @@ fn gather_zones(
     }
     if !fallback.is_empty() || !skipped.is_empty() {
         warnings.push(Warning {
-            code: "zones-not-joined",
+            code: WarningCode::ZonesNotJoined,
             count: Some((fallback.len() + skipped.len()) as u64),
             message: format!(
                 "{} zones could not be joined with these privileges: {} listed from /proc/PID/net text (no socket cookies, TCP internals or unix peers), {} with no visible process not listed; run as root to read them fully",
@@ -355,7 +356,7 @@ fn hidden_warning(
         .collect();
     if let Some(h) = hidepid {
         return Warning {
-            code: "owners-hidden",
+            code: WarningCode::OwnersHidden,
             count: Some(hidden as u64),
             message: format!(
                 "{} may belong to processes whose owners are hidden: {} is mounted \
@@ -381,7 +382,7 @@ fn hidden_warning(
         )
     };
     Warning {
-        code: "owners-hidden",
+        code: WarningCode::OwnersHidden,
         count: Some(hidden as u64),
         message: format!(
             "{} may belong to {} whose owners are hidden: {how}",
@@ -390,11 +391,6 @@ fn hidden_warning(
         ),
         details,
     }
-}
-
-/// "1 socket", "2 sockets".
-fn counted(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `--pid`, `--user`, `--command`: keep the holders that match; drop sockets left with none,

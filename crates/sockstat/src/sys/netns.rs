@@ -7,6 +7,7 @@
 //! namespace is never changed); where joining is not permitted, its `/proc/PID/net` text is
 //! read instead and a warning says what is missing.
 
+use crate::model::WarningCode;
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -70,7 +71,7 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
         Ok(fd) => fd,
         Err(e) => {
             warnings.push(Warning {
-                code: "zones-unavailable",
+                code: WarningCode::ZonesUnavailable,
                 count: None,
                 message: format!(
                     "cannot open {}: {e}; only this namespace is listed",
@@ -95,7 +96,7 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
         Ok(p) => p,
         Err(e) => {
             warnings.push(Warning {
-                code: "zones-partial",
+                code: WarningCode::ZonesPartial,
                 count: None,
                 message: format!(
                     "cannot list {}: {e}; only namespaces bound under /run/netns or /run/docker/netns are found",
@@ -169,7 +170,7 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
     }
     if unmapped > 0 {
         warnings.push(Warning {
-            code: "zones-partial",
+            code: WarningCode::ZonesPartial,
             count: Some(unmapped as u64),
             message: format!(
                 "{unmapped} network namespaces were found only through processes whose namespace links this user may not read; they are named by a member pid and listed from /proc/PID/net (run as root for names, TCP internals and unix peers)"
