@@ -158,22 +158,52 @@ pub struct FilterArgs {
     /// kernel uid is USER.
     #[arg(long, value_name = "USER", help_heading = "Filters")]
     pub user: Option<String>,
-    /// Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns`
-    /// name, a container or pod name), a container id prefix, or a namespace inode.
+    /// Zones.
+    #[command(flatten)]
+    pub zones: ZoneArgs,
+    /// Only sockets whose holder's command name is NAME (a glob when it has * or ?).
+    #[arg(long, value_name = "NAME", value_parser = CommandMatch::parse, help_heading = "Filters")]
+    pub command: Option<CommandMatch>,
+}
+
+/// `-z`/`-j ZONE` and `-Z`: which zones (network namespaces) to read. The listing, `diagnose`,
+/// `trace`, `counters` and `ports` all take them (declared once, here).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ZoneArgs {
+    /// Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a
+    /// container or pod name), a container id prefix, or a namespace inode. Its sockets,
+    /// counters and sysctls are read inside it.
     #[arg(
         short = 'z',
         visible_short_alias = 'j',
         value_name = "ZONE",
         conflicts_with = "all_zones",
-        help_heading = "Filters"
+        help_heading = "Zones"
     )]
     pub zone: Option<String>,
-    /// Every zone (network namespace) on the host, with a ZONE column first.
-    #[arg(short = 'Z', help_heading = "Filters")]
+    /// Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE
+    /// column first).
+    #[arg(short = 'Z', help_heading = "Zones")]
     pub all_zones: bool,
-    /// Only sockets whose holder's command name is NAME (a glob when it has * or ?).
-    #[arg(long, value_name = "NAME", value_parser = CommandMatch::parse, help_heading = "Filters")]
-    pub command: Option<CommandMatch>,
+}
+
+impl ZoneArgs {
+    /// These flags, or the same flags given before the subcommand (`sockstat -Z counters`).
+    pub fn or_global(&self, cli: &Cli) -> ZoneArgs {
+        if self.zone.is_some() || self.all_zones {
+            return self.clone();
+        }
+        cli.filters.zones.clone()
+    }
+
+    /// The library's zone selection.
+    pub fn select(&self) -> sockstat::ZoneSelect {
+        match (&self.zone, self.all_zones) {
+            (Some(z), _) => sockstat::ZoneSelect::Named(z.clone()),
+            (None, true) => sockstat::ZoneSelect::All,
+            (None, false) => sockstat::ZoneSelect::Current,
+        }
+    }
 }
 
 /// How the listing is shown.

@@ -5,9 +5,10 @@
 mod cli;
 mod commands;
 mod generate;
+mod output;
 mod watch;
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -15,7 +16,7 @@ use clap::Parser;
 use sockstat::render::{self, Options};
 use sockstat::{Query, Snapshot, Source};
 
-use cli::{Cli, ColorWhen, FilterArgs, OutputArgs, SourceArg, SourceArgs};
+use cli::{Cli, FilterArgs, OutputArgs, SourceArg, SourceArgs};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -137,11 +138,7 @@ pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow:
         None => None,
     };
     q.command = f.command.clone();
-    q.zones = match (&f.zone, f.all_zones) {
-        (Some(z), _) => sockstat::ZoneSelect::Named(z.clone()),
-        (None, true) => sockstat::ZoneSelect::All,
-        (None, false) => sockstat::ZoneSelect::Current,
-    };
+    q.zones = f.zones.select();
     q.owners = !no_owners;
     q.source = match (&src.replay_netlink, src.source) {
         (Some(dir), _) => Source::Replay(dir.clone()),
@@ -164,18 +161,6 @@ pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow:
     Ok(q)
 }
 
-fn use_color(when: ColorWhen) -> bool {
-    match when {
-        ColorWhen::Always => true,
-        ColorWhen::Never => false,
-        ColorWhen::Auto => {
-            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-            let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-            !no_color && !dumb && io::stdout().is_terminal()
-        }
-    }
-}
-
 /// Renderer options from the output flags (shared with the subcommands).
 pub fn render_options(o: &OutputArgs) -> Options {
     let mut r = Options::new();
@@ -184,7 +169,7 @@ pub fn render_options(o: &OutputArgs) -> Options {
     r.id = o.id;
     r.args = o.args;
     r.wide = o.wide;
-    r.color = use_color(o.color);
+    r.color = output::use_color(o.color);
     r.verbose = o.verbose;
     r.tcp = o.tcp_info;
     r.congestion = o.congestion;
@@ -210,7 +195,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     query.memory = o.memory;
     query.cgroups = o.cgroup;
     let mut opts = render_options(o);
-    opts.zone = cli.filters.all_zones;
+    opts.zone = cli.filters.zones.all_zones;
     opts.owners = !cli.source.no_owners;
     if o.watch.is_some() || o.events || o.count.is_some() {
         return watch::run(&query, &opts, o, &watch::title());
@@ -241,23 +226,8 @@ fn write_listing(snap: &Snapshot, opts: &Options, o: &OutputArgs) -> anyhow::Res
             render::table::write(snap, opts, &mut out)?;
         }
         out.flush()?;
-        print_warnings(snap, o.verbose);
+        output::write_warnings(&mut io::stderr().lock(), &snap.warnings, o.verbose);
     }
     out.flush()?;
     Ok(())
-}
-
-/// Warnings go to stderr for the table and CSV (JSON carries them in the document): one line
-/// each, with details under -v.
-fn print_warnings(snap: &Snapshot, verbose: bool) {
-    let stderr = io::stderr();
-    let mut err = stderr.lock();
-    for w in &snap.warnings {
-        let _ = writeln!(err, "sockstat: warning: {}", w.message);
-        if verbose {
-            for d in &w.details {
-                let _ = writeln!(err, "sockstat:   {d}");
-            }
-        }
-    }
 }

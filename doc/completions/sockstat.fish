@@ -31,7 +31,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp,
 complete -c sockstat -n "__fish_sockstat_needs_command" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
-complete -c sockstat -n "__fish_sockstat_needs_command" -s z -s j -d 'Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
@@ -57,7 +57,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s u -d 'Show Unix domai
 complete -c sockstat -n "__fish_sockstat_needs_command" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
-complete -c sockstat -n "__fish_sockstat_needs_command" -s Z -d 'Every zone (network namespace) on the host, with a ZONE column first'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s s -d 'Show the STATE column'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s n -d 'Show numeric uids (no user name lookup)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s q -d 'Do not print the header line'
@@ -87,7 +87,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval 
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
-complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s z -s j -d 'Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l proc-root -d 'Read the counter files from this directory instead of /proc (testing)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
@@ -96,7 +96,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l json -d '
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s q -d 'Do not print the title and header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s v -d 'Print details with every warning (e.g. which counters went backwards)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s Z -d 'Every zone (network namespace) on the host, each with its own counters and sysctls'
+complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
@@ -104,7 +104,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s P -d 'Pro
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s z -s j -d 'Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -128,7 +128,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s u -d 'Sho
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s Z -d 'Every zone (network namespace) on the host, with a ZONE column first'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l exact-locks -d 'As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l json -d 'One JSON document (doc/diagnose.schema.json)'
@@ -141,7 +141,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
-complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s z -s j -d 'Read this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l proc-root -d 'Read sysctls and counters from this directory instead of /proc (testing)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
@@ -152,7 +152,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l json -d 'One
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s q -d 'Do not print the header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s Z -d 'Every zone (network namespace) on the host, each with its own counters and sysctls'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l listen -d 'Address and port to serve /metrics on. Loopback by default: the metrics name processes, addresses and ports' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l top -d 'Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l scrape-budget -d 'Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)' -r
@@ -167,7 +167,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s P -d 'Protoc
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s z -s j -d 'Only sockets in this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -191,7 +191,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s u -d 'Show U
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every zone (network namespace) on the host, with a ZONE column first'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s h -l help -d 'Print help'

@@ -22,8 +22,8 @@ _sockstat() {
 '--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
-'(-Z)-z+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
-'(-Z)-j+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
@@ -49,7 +49,7 @@ fish\:"Fish completion"))' \
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
-'-Z[Every zone (network namespace) on the host, with a ZONE column first]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '-s[Show the STATE column]' \
 '-n[Show numeric uids (no user name lookup)]' \
 '-q[Do not print the header line]' \
@@ -88,8 +88,8 @@ _arguments "${_arguments_options[@]}" : \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
-'(-Z)-z+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
-'(-Z)-j+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--proc-root=[Read the counter files from this directory instead of /proc (testing)]:DIR:_files' \
 '--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
@@ -99,7 +99,7 @@ never\:"Never"))' \
 '-v[Print details with every warning (e.g. which counters went backwards)]' \
 '-h[Print help]' \
 '--help[Print help]' \
-'-Z[Every zone (network namespace) on the host, each with its own counters and sysctls]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '::seconds -- Measure deltas over this many seconds (fractions allowed); without it, values since boot:_default' \
 && ret=0
 ;;
@@ -112,8 +112,8 @@ _arguments "${_arguments_options[@]}" : \
 '--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
-'(-Z)-z+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
-'(-Z)-j+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
@@ -137,7 +137,7 @@ never\:"Never"))' \
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
-'-Z[Every zone (network namespace) on the host, with a ZONE column first]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
 '--exact-locks[As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it\: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once]' \
 '--json[One JSON document (doc/diagnose.schema.json)]' \
@@ -155,8 +155,8 @@ _arguments "${_arguments_options[@]}" : \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
-'(-Z)-z+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
-'(-Z)-j+[Read this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--proc-root=[Read sysctls and counters from this directory instead of /proc (testing)]:DIR:_files' \
 '--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
@@ -168,7 +168,7 @@ never\:"Never"))' \
 '-v[Print details with every warning]' \
 '-h[Print help]' \
 '--help[Print help]' \
-'-Z[Every zone (network namespace) on the host, each with its own counters and sysctls]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 && ret=0
 ;;
 (serve)
@@ -192,8 +192,8 @@ _arguments "${_arguments_options[@]}" : \
 '--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
-'(-Z)-z+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
-'(-Z)-j+[Only sockets in this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode]:ZONE:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
@@ -218,7 +218,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
-'-Z[Every zone (network namespace) on the host, with a ZONE column first]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
 '--json[Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary]' \
 '-h[Print help]' \

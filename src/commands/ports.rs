@@ -1,27 +1,19 @@
 //! `sockstat ports`: ephemeral-port use by destination, TIME-WAIT on the client and the server
-//! side, and the settings that decide whether ports can be reused (research/kernel.md R7, R8).
-//! The analysis is `sockstat::ports`; this file owns the flags, the sampling and the exit
-//! status.
+//! side, and the settings that decide whether ports can be reused (doc/kernel.md, R7 and R8).
+//! The analysis is `sockstat::ports`, the sampling (each zone's sysctls and counters read
+//! inside it) `sockstat::Sampler`; this file owns the flags and the exit status.
 
-use sockstat::WarningCode;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::Context as _;
-use sockstat::counters::CounterSet;
-use sockstat::ports::{self, PortsInput, PortsReport};
+use sockstat::ports::{self, PortsReport};
 use sockstat::query::parse_prefix;
-use sockstat::sys::counters::ProcPaths;
-use sockstat::sys::netns::ZoneTarget;
-use sockstat::{render, PortSet, Proto, Query, Snapshot, ZoneSelect};
+use sockstat::{render, PortSet, Proto, Query, Sampler};
 
-use super::counters::{
-    in_zone, output_options, parse_seconds, select_zones, sysctls_unreadable_warning,
-    write_warnings, zones_skipped_warning, Reach, ZoneArgs,
-};
-use crate::cli::{Cli, ColorWhen};
+use crate::cli::{Cli, ColorWhen, ZoneArgs};
+use crate::output::{options, write_warnings};
 
 /// Flags of `sockstat ports`.
 #[derive(Debug, Clone, clap::Args)]
@@ -54,7 +46,7 @@ pub struct PortsArgs {
     /// Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and
     /// the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait,
     /// TCPACKSkippedTimeWait).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::output::parse_seconds)]
     pub interval: Option<f64>,
     /// One JSON document: {"version":1,"range","settings","time_wait","interval_s",
     /// "destinations":[{"local_address","remote_address","remote_port","count","states",
@@ -111,21 +103,6 @@ impl PortsArgs {
     }
 }
 
-struct Sample {
-    snap: Snapshot,
-    counters: Option<CounterSet>,
-}
-
-fn sample(q: &Query, paths: &ProcPaths, counters: bool) -> anyhow::Result<Sample> {
-    let snap = sockstat::collect(q).context("listing TCP sockets")?;
-    let counters = if counters {
-        Some(sockstat::sys::counters::read(paths)?.set)
-    } else {
-        None
-    };
-    Ok(Sample { snap, counters })
-}
-
 /// Runs `sockstat ports`.
 ///
 /// Writes the report on `out` and its warnings on `err`.
@@ -136,227 +113,46 @@ pub fn run(
     err: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let json = args.json || cli.output.json;
-    let opts = output_options(args.quiet, args.verbose, args.color);
-    let root = args
-        .proc_root
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/proc"));
+    let opts = options(args.quiet, args.verbose, args.color);
     let zones = args.zones.or_global(cli);
-    if let Some((targets, warnings)) = select_zones(&zones, &root)? {
-        let view = View {
-            json,
-            opts: &opts,
-            out,
-            err,
-        };
-        return run_zones(args, &zones, &targets, warnings, &root, view);
-    }
-    let root = ProcPaths::new(&root);
-    let gather = args.gather_query();
-    let filter = args.filter_query();
-    let (first, last, interval_s) = match args.interval {
-        None => (None, sample(&gather, &root, false)?, None),
-        Some(s) => {
-            let start = Instant::now();
-            let a = sample(&gather, &root, true)?;
-            std::thread::sleep(Duration::from_secs_f64(s));
-            let b = sample(&gather, &root, true)?;
-            (Some(a), b, Some(start.elapsed().as_secs_f64()))
-        }
-    };
-    let sysctls = sockstat::sys::sysctl::read_port_sysctls(&root);
-    let time_wait_total = sockstat::sys::counters::read_time_wait_total(&root);
-    let counters = match (&first, &last.counters) {
-        (
-            Some(Sample {
-                counters: Some(a), ..
-            }),
-            Some(b),
-        ) => Some((a, b)),
-        _ => None,
-    };
-    let mut report = ports::analyze(&PortsInput {
-        snapshot: &last.snap,
-        earlier: first.as_ref().map(|s| &s.snap),
-        interval_s,
-        sysctls: &sysctls,
-        counters,
-        time_wait_total,
-        filter: Some(&filter),
-    });
-    if json {
-        report
-            .warnings
-            .extend(last.snap.warnings.iter().map(ports::finding_from_warning));
-        render::ports::write_json(&report, &opts, &mut out)?;
-    } else {
-        render::ports::write_table(&report, &opts, &mut out)?;
-        write_warnings(err, &last.snap.warnings, args.verbose);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Sockets of one zone (by its key in `Socket::netns`), with the processes and users the
-/// snapshot resolved; the gathering warnings stay with the whole snapshot.
-pub fn zone_snapshot(snap: &Snapshot, key: u64) -> Snapshot {
-    Snapshot {
-        sockets: snap
-            .sockets
-            .iter()
-            .filter(|s| s.netns == Some(key))
-            .cloned()
-            .collect(),
-        processes: snap.processes.clone(),
-        users: snap.users.clone(),
-        warnings: Vec::new(),
-        cgroups: snap.cgroups.clone(),
-        zones: snap
-            .zones
-            .iter()
-            .filter(|(k, _)| **k == key)
-            .map(|(k, z)| (*k, z.clone()))
-            .collect(),
-    }
-}
-
-/// Counters of every zone, read inside each (`None` where a zone cannot be reached).
-fn zone_counters(targets: &[ZoneTarget], root: &Path) -> Vec<Option<CounterSet>> {
-    targets
-        .iter()
-        .map(|t| {
-            in_zone(t, root, sockstat::sys::counters::read)
-                .ok()
-                .and_then(|(r, _)| r.ok())
-                .map(|r| r.set)
-        })
-        .collect()
-}
-
-/// How and where a report is written.
-struct View<'a> {
-    json: bool,
-    opts: &'a render::Options,
-    out: &'a mut dyn Write,
-    err: &'a mut dyn Write,
-}
-
-/// `ports -z ZONE` / `ports -Z`: the sockets of the selected zones in one gathering (the
-/// listing's zone machinery), then each zone analysed with its own sysctls and counters, read
-/// from a thread in that zone.
-fn run_zones(
-    args: &PortsArgs,
-    zones: &ZoneArgs,
-    targets: &[ZoneTarget],
-    discovery_warnings: Vec<sockstat::Warning>,
-    root: &Path,
-    view: View<'_>,
-) -> anyhow::Result<ExitCode> {
-    let View {
-        json,
-        opts,
-        mut out,
-        err,
-    } = view;
     let mut gather = args.gather_query();
-    gather.zones = match &zones.zone {
-        Some(spec) => ZoneSelect::Named(spec.clone()),
-        None => ZoneSelect::All,
-    };
+    gather.zones = zones.select();
     let filter = args.filter_query();
-    let take = |counters: bool| -> anyhow::Result<(Snapshot, Vec<Option<CounterSet>>)> {
-        let snap = sockstat::collect(&gather).context("listing TCP sockets")?;
-        let sets = if counters {
-            zone_counters(targets, root)
-        } else {
-            vec![None; targets.len()]
-        };
-        Ok((snap, sets))
-    };
-    let (first, (last, last_counters), interval_s) = match args.interval {
-        None => (None, take(false)?, None),
+    let sampler = Sampler::new(&gather)
+        .sysctls(true)
+        .counters(args.interval.is_some());
+    let (first, last) = match args.interval {
+        None => (None, sampler.sample()?),
         Some(s) => {
-            let start = Instant::now();
-            let a = take(true)?;
-            std::thread::sleep(Duration::from_secs_f64(s));
-            let b = take(true)?;
-            (Some(a), b, Some(start.elapsed().as_secs_f64()))
+            let a = sampler.sample()?;
+            std::thread::sleep(Duration::from_secs_f64(s).saturating_sub(a.taken.elapsed()));
+            let b = sampler.sample()?;
+            (Some(a), b)
         }
     };
-    let (mut unreadable, mut skipped) = (Vec::new(), Vec::new());
-    let mut reports: Vec<PortsReport> = Vec::new();
-    for (i, t) in targets.iter().enumerate() {
-        let read = in_zone(t, root, |p| {
-            (
-                sockstat::sys::sysctl::read_port_sysctls(p),
-                sockstat::sys::counters::read_time_wait_total(p),
-            )
-        });
-        let ((sysctls, time_wait_total), reach) = match read {
-            Ok(v) => v,
-            Err(why) => {
-                skipped.push(format!("zone {}: {why}", t.zone.name));
-                continue;
-            }
-        };
-        if let Reach::Member(pid, why) = &reach {
-            unreadable.push(format!(
-                "zone {}: {why}; counters from /proc/{pid}/net",
-                t.zone.name
-            ));
-        }
-        let now = zone_snapshot(&last, t.key);
-        let earlier = first.as_ref().map(|(s, _)| zone_snapshot(s, t.key));
-        let counters = match (&first, &last_counters[i]) {
-            (Some((_, a)), Some(b)) => a[i].as_ref().map(|a| (a, b)),
-            _ => None,
-        };
-        let mut report = ports::analyze(&PortsInput {
-            snapshot: &now,
-            earlier: earlier.as_ref(),
-            interval_s,
-            sysctls: &sysctls,
-            counters,
-            time_wait_total,
-            filter: Some(&filter),
-        });
-        if reach != Reach::Joined {
-            report.warnings.push(ports::Finding {
-                code: WarningCode::ZoneSysctlsUnreadable.name(),
-                level: sockstat::Severity::Info,
-                message: format!(
-                    "the sysctls of zone {} cannot be read without joining it: the range, \
-                     reuse settings and TIME-WAIT limit shown are the kernel defaults or unknown",
-                    t.zone.name
-                ),
-                advice: Some("run as root to read them".into()),
-                details: vec![],
-            });
-        }
-        report.zone = Some(t.zone.clone());
-        reports.push(report);
-    }
-    let mut warnings = last.warnings.clone();
-    warnings.extend(discovery_warnings);
-    warnings.extend(sysctls_unreadable_warning(
-        unreadable,
-        "the port range, reuse settings and TIME-WAIT limit",
-    ));
-    warnings.extend(zones_skipped_warning(skipped, "they have no port report"));
-    warnings.dedup();
-    let single = !zones.all_zones && reports.len() == 1;
-    if json {
-        let findings: Vec<ports::Finding> =
-            warnings.iter().map(ports::finding_from_warning).collect();
-        if single {
-            let mut r = reports.remove(0);
-            r.warnings.extend(findings);
-            render::ports::write_json(&r, opts, &mut out)?;
+    let interval_s = first.as_ref().map(|f| last.seconds_since(f));
+    let mut reports: Vec<PortsReport> = last
+        .zones
+        .iter()
+        .map(|z| {
+            let before = first.as_ref().and_then(|f| f.matching(z));
+            ports::analyze_zone(z, before, interval_s, Some(&filter))
+        })
+        .collect();
+    let warnings = &last.warnings;
+    if !last.zoned || (!zones.all_zones && reports.len() == 1) {
+        let r = reports.remove(0);
+        if json {
+            render::ports::write_json(&r, warnings, &opts, &mut out)?;
         } else {
-            render::ports::write_zones_json(&reports, &findings, &mut out)?;
+            render::ports::write_table(&r, &opts, &mut out)?;
+            write_warnings(err, warnings, args.verbose);
         }
+    } else if json {
+        render::ports::write_zones_json(&reports, warnings, &mut out)?;
     } else {
-        render::ports::write_zones_table(&reports, opts, &mut out)?;
-        write_warnings(err, &warnings, args.verbose);
+        render::ports::write_zones_table(&reports, &opts, &mut out)?;
+        write_warnings(err, warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
 }

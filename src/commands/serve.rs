@@ -21,11 +21,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::diagnose::{self, Context, Counters, Sample};
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
-use sockstat::sys::counters::ProcPaths;
+use sockstat::sys::diagnose::{judge, Diagnosis};
 use sockstat::sys::owners;
-use sockstat::{Endpoint, Owner, OwnersStatus, Process, Proto, Query, Snapshot, State};
+use sockstat::{
+    Endpoint, Owner, OwnersStatus, Process, Proto, Query, Sample, Sampler, Snapshot, State,
+};
 
 use crate::cli::Cli;
 
@@ -167,8 +168,8 @@ struct Collector {
     zone: String,
     top: usize,
     owners: OwnerCache,
-    previous: Option<(Instant, Sample)>,
-    page_size: u64,
+    sampler: Sampler,
+    previous: Option<Sample>,
 }
 
 /// One collection, rendered.
@@ -179,77 +180,63 @@ struct Collected {
 }
 
 impl Collector {
-    fn collect(&mut self) -> anyhow::Result<Collected> {
-        let start = Instant::now();
+    fn new(proc_root: PathBuf, zone: String, top: usize) -> Collector {
         let mut q = Query::new();
         q.owners = false;
         q.resolve_users = false;
         q.tcp_info = true;
         q.memory = true;
         q.congestion = true;
-        q.proc_root = self.proc_root.clone();
-        let mut snap = sockstat::collect(&q).context("listing sockets")?;
-        let taken = Instant::now();
-        if let Some(w) = self.owners.fill(&mut snap, &self.proc_root) {
-            eprintln!("sockstat: warning: no process information for listeners: {w}");
+        q.proc_root = proc_root.clone();
+        Collector {
+            proc_root,
+            zone,
+            top,
+            owners: OwnerCache::default(),
+            sampler: Sampler::new(&q),
+            previous: None,
         }
-        let paths = ProcPaths::new(&self.proc_root);
-        let counters = sockstat::sys::counters::read(&paths).ok().map(|r| r.set);
-        let port_sysctls = sockstat::sys::sysctl::read_port_sysctls(&paths);
-        let report = sockstat::ports::analyze(&sockstat::ports::PortsInput {
-            snapshot: &snap,
-            earlier: None,
-            interval_s: None,
-            sysctls: &port_sysctls,
-            counters: None,
-            time_wait_total: sockstat::sys::counters::read_time_wait_total(&paths),
-            filter: None,
-        });
-        let after = Sample {
-            counters: counters
-                .as_ref()
-                .map(|set| {
-                    Counters::from_triples(
-                        set.iter()
-                            .map(|(n, v)| (n.group.as_str(), n.name.as_str(), v)),
-                    )
-                })
-                .unwrap_or_default(),
-            tcp_mem_pages: sockstat::sys::diagnose::tcp_mem_pages(&paths),
-            snapshot: snap,
-        };
-        let findings = self.previous.as_ref().map(|(t0, before)| {
-            let ctx = Context {
-                interval_s: (taken - *t0).as_secs_f64(),
-                sysctls: sockstat::sys::diagnose::read_sysctls(&paths),
-                bandwidth: None,
-                page_size: self.page_size,
-                buf_locks: Default::default(),
-            };
-            diagnose::evaluate(before, &after, &ctx)
-        });
+    }
+
+    fn collect(&mut self) -> anyhow::Result<Collected> {
+        let start = Instant::now();
+        let mut now = self.sampler.sample().context("listing sockets")?;
+        for z in &mut now.zones {
+            if let Some(w) = self.owners.fill(&mut z.snapshot, &self.proc_root) {
+                eprintln!("sockstat: warning: no process information for listeners: {w}");
+            }
+        }
+        let here = now
+            .zones
+            .first()
+            .context("the sample has no namespace in it")?;
+        let report = sockstat::ports::analyze_zone(here, None, None, None);
+        let findings = self
+            .previous
+            .as_ref()
+            .map(|before| judge(before, &now, &Diagnosis::default()).findings);
         let mut body = Vec::with_capacity(64 * 1024);
         metrics::write_snapshot(
             &MetricsInput {
-                snapshot: &after.snapshot,
+                snapshot: &here.snapshot,
                 zone: &self.zone,
                 ports: Some(&report),
                 top: self.top,
                 findings: findings.as_deref(),
-                counters: counters.as_ref(),
+                counters: here.counters.as_ref(),
             },
             &mut body,
         )?;
         // Diagnosis reads the earlier sample only through its counters and the TCP sockets it
         // can join by cookie (those with tcp_info): keep just those, to halve what is held
         // between scrapes on a host full of unix and UDP sockets.
-        let mut after = after;
-        after
-            .snapshot
-            .sockets
-            .retain(|s| s.proto == Proto::Tcp && s.cookie.is_some() && s.tcp.is_some());
-        after.snapshot.processes.clear();
-        self.previous = Some((taken, after));
+        for z in &mut now.zones {
+            z.snapshot
+                .sockets
+                .retain(|s| s.proto == Proto::Tcp && s.cookie.is_some() && s.tcp.is_some());
+            z.snapshot.processes.clear();
+        }
+        self.previous = Some(now);
         Ok(Collected {
             body,
             finished: Instant::now(),
@@ -312,14 +299,7 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         done: Condvar::new(),
     });
     let (tx, rx) = mpsc::channel::<()>();
-    let mut collector = Collector {
-        zone: own_zone(&proc_root),
-        proc_root,
-        top: a.top,
-        owners: OwnerCache::default(),
-        previous: None,
-        page_size: sockstat::sys::diagnose::page_size(),
-    };
+    let mut collector = Collector::new(proc_root.clone(), own_zone(&proc_root), a.top);
     let worker_shared = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("collect".into())

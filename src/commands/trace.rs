@@ -67,7 +67,7 @@ pub struct TraceArgs {
     pub interval: f64,
     /// How long to trace, in seconds (the trace also ends when the connection closes or on
     /// Ctrl-C; what was sampled is still drawn).
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = super::counters::parse_seconds, help_heading = "Trace")]
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::output::parse_seconds, help_heading = "Trace")]
     pub duration: f64,
     /// Print each sample as a JSON line on stdout as it is taken, then one line with the
     /// connection and the summary.
@@ -248,7 +248,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     }
     out.flush().context(TO_STDOUT)?;
     drop(out);
-    super::counters::write_warnings(&mut io::stderr().lock(), &warnings, false);
+    crate::output::write_warnings(&mut io::stderr().lock(), &warnings, false);
     Ok(ExitCode::SUCCESS)
 }
 

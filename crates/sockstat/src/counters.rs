@@ -5,13 +5,12 @@
 //! (always by name: kernels insert new names in the middle of a line, research/kernel.md §3.4),
 //! subtracts, sorts and explains. It never reads the system and never prints.
 
-use crate::model::WarningCode;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use sockstat_wire::snmp;
 
-use crate::model::Warning;
+use crate::model::{Warning, WarningCode};
 use crate::zone::Zone;
 
 /// One counter's identity: its group (`Tcp`, `TcpExt`, `Ip6`, ...) and name (`ListenOverflows`).
@@ -1254,10 +1253,8 @@ pub fn merge_zones(reports: Vec<(Zone, CounterReport)>) -> CounterReport {
     };
     for (zone, r) in reports {
         out.hidden_zero += r.hidden_zero;
-        out.warnings.extend(r.warnings.into_iter().map(|mut w| {
-            w.message = format!("zone {}: {}", zone.name, w.message);
-            w
-        }));
+        out.warnings
+            .extend(r.warnings.into_iter().map(|w| w.in_zone(&zone.name)));
         out.counters.extend(r.counters.into_iter().map(|mut c| {
             c.zone = Some(zone.clone());
             c

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use sockstat_wire::netlink::{classify, messages, Control};
 use sockstat_wire::{inet_diag, packet_diag, unix_diag};
 
-use crate::diagnose::{Context, Counters, Sample};
+use crate::diagnose::{Context, ZoneSample};
 use crate::model::{Owner, OwnersStatus, Process, Proto, RawString, Snapshot};
 use crate::render::{self, sanitize, Options};
 use crate::sys::dump::{socket_from_inet, socket_from_packet, socket_from_unix};
@@ -82,11 +82,16 @@ pub fn proc_files(data: &[u8]) {
         _ => {
             // /proc/net/sockstat and the port sysctls.
             for field in ["tw", "mem", ""] {
-                std::hint::black_box(sys::counters::sockstat_tcp_field(&text, field));
+                std::hint::black_box(sockstat_wire::snmp::sockstat_tcp_field(&text, field));
             }
-            std::hint::black_box(sys::sysctl::parse_port_range(&text));
-            if let Some(set) = sys::sysctl::parse_reserved_ports(&text) {
-                for &(lo, hi) in set.ranges() {
+            let _ = std::hint::black_box(sockstat_wire::sysctl::port_range(&text));
+            let _ = std::hint::black_box(sockstat_wire::sysctl::triple(&text));
+            let _ = std::hint::black_box(sockstat_wire::sysctl::number(&text));
+            if let Ok(ranges) = sockstat_wire::sysctl::port_list(&text) {
+                for w in ranges.windows(2) {
+                    assert!(w[0].1 < w[1].0, "port list ranges sorted and merged");
+                }
+                for &(lo, hi) in &ranges {
                     assert!(lo <= hi);
                 }
             }
@@ -192,10 +197,9 @@ pub fn listing(data: &[u8]) -> usize {
     let snap_len = snap.sockets.len();
     let mut before = snap.clone();
     before.sockets.truncate(half);
-    let sample = |snapshot: Snapshot| Sample {
+    let sample = |snapshot: Snapshot| ZoneSample {
         snapshot,
-        counters: Counters::default(),
-        tcp_mem_pages: None,
+        ..ZoneSample::default()
     };
     let ctx = Context {
         interval_s: 1.0,

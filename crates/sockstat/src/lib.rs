@@ -86,7 +86,9 @@ pub mod model;
 pub mod ports;
 pub mod query;
 pub mod render;
+pub mod sample;
 pub mod sys;
+pub mod sysctl;
 pub mod trace;
 pub mod zone;
 
@@ -97,6 +99,8 @@ pub use model::{
     Socket, State, Timer, UnixName, Warning, WarningCode,
 };
 pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
+pub use sample::{Sample, ZoneSample};
+pub use sys::sampler::Sampler;
 pub use zone::{Zone, ZoneKind};
 
 use std::net::IpAddr;
@@ -106,15 +110,20 @@ pub fn collect(query: &Query) -> Result<Snapshot, Error> {
     sys::collect(query)
 }
 
-/// Diagnoses the TCP connections `query` selects: two samples `interval` apart, judged by every
-/// rule of [`diagnose`] (what `sockstat diagnose` does in its own namespace). `bandwidth`, in
-/// bytes per second, sizes buffers for a path of that speed. See [`sys::diagnose::run`].
+/// Diagnoses the TCP connections `query` selects (in the zones it selects): two samples
+/// `interval` apart, judged by every rule of [`diagnose`], as `sockstat diagnose` does.
+/// `bandwidth`, in bytes per second, sizes buffers for a path of that speed. See
+/// [`sys::diagnose::run`].
 pub fn diagnose_connections(
     query: &Query,
     interval: std::time::Duration,
     bandwidth: Option<f64>,
 ) -> Result<diagnose::Report, Error> {
-    sys::diagnose::run(query, interval, bandwidth)
+    let how = sys::diagnose::Diagnosis {
+        bandwidth,
+        exact_locks: false,
+    };
+    sys::diagnose::run(query, interval, &how)
 }
 
 /// Looks up a user by name, or takes a number as a uid: the form `--user` accepts.

@@ -12,9 +12,10 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::counters::CounterSet;
-use crate::model::{Endpoint, Proto, Severity, Snapshot, Socket, State, Warning};
+use crate::model::{Endpoint, Proto, Severity, Snapshot, Socket, State};
 use crate::query::{PortSet, Query};
-use crate::sys::sysctl::PortSysctls;
+use crate::sample::ZoneSample;
+use crate::sysctl::Sysctls;
 use crate::zone::Zone;
 
 /// How long a TIME-WAIT entry lasts: `TCP_TIMEWAIT_LEN`, 60 s, fixed in the kernel
@@ -105,11 +106,11 @@ impl PortRange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Settings {
     /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 loopback only (the default).
-    pub tcp_tw_reuse: Option<u32>,
+    pub tcp_tw_reuse: Option<u64>,
     /// `net.ipv4.tcp_tw_reuse_delay`, ms.
     pub tcp_tw_reuse_delay_ms: Option<u64>,
     /// `net.ipv4.tcp_timestamps` (reuse needs timestamps).
-    pub tcp_timestamps: Option<u32>,
+    pub tcp_timestamps: Option<u64>,
 }
 
 /// Milliseconds left on TIME-WAIT entries: the soonest and the latest to expire.
@@ -221,6 +222,19 @@ pub struct CounterDelta {
     pub delta: Option<i64>,
 }
 
+/// What a [`Finding`] is about, so that other views (the diagnosis's R7 and R8) can take its
+/// numbers from the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Subject {
+    /// The namespace (the range, the TIME-WAIT table, the counters).
+    #[default]
+    Namespace,
+    /// `destinations[i]`.
+    Destination(usize),
+    /// `servers[i]`.
+    Server(usize),
+}
+
 /// Something the report found, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
@@ -239,6 +253,9 @@ pub struct Finding {
     /// Details (shown with `-v`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// What it is about.
+    #[serde(skip)]
+    pub subject: Subject,
 }
 
 /// The whole report.
@@ -258,8 +275,10 @@ pub struct PortsReport {
     pub servers: Vec<Server>,
     /// Server-side counter deltas: PAWS rejects and ACKs skipped in TIME-WAIT (with an interval).
     pub server_counters: Vec<CounterDelta>,
-    /// Findings, most serious first.
-    pub warnings: Vec<Finding>,
+    /// Findings, most serious first (written as the JSON's `"warnings"`, with the gathering's
+    /// warnings after them: `render::ports`).
+    #[serde(skip)]
+    pub findings: Vec<Finding>,
     /// The zone (network namespace) analysed, with `-z`/`-Z`; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<Zone>,
@@ -275,7 +294,7 @@ pub struct PortsInput<'a> {
     /// Seconds between the samples.
     pub interval_s: Option<f64>,
     /// The namespace's port sysctls.
-    pub sysctls: &'a PortSysctls,
+    pub sysctls: &'a Sysctls,
     /// Counters before and after the interval.
     pub counters: Option<(&'a CounterSet, &'a CounterSet)>,
     /// `tw` of /proc/net/sockstat.
@@ -555,10 +574,10 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
         destinations,
         servers: server_list,
         server_counters,
-        warnings: Vec::new(),
+        findings: Vec::new(),
         zone: None,
     };
-    report.warnings = findings(&report);
+    report.findings = findings(&report);
     report
 }
 
@@ -597,9 +616,10 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                     .into(),
             ),
             details: vec![],
+            subject: Subject::Namespace,
         });
     }
-    for d in &r.destinations {
+    for (i, d) in r.destinations.iter().enumerate() {
         let Some(level) = d.level else { continue };
         let code = match level {
             Severity::Critical => "ephemeral-ports-critical",
@@ -630,9 +650,10 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
             ),
             advice: Some(exhaustion_advice(r)),
             details: vec![],
+            subject: Subject::Destination(i),
         });
     }
-    for d in &r.destinations {
+    for (i, d) in r.destinations.iter().enumerate() {
         let (Some(rate), Some(_)) = (d.new_time_wait_per_s, r.interval_s) else {
             continue;
         };
@@ -652,6 +673,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                 ),
                 advice: Some(exhaustion_advice(r)),
                 details: vec![],
+                subject: Subject::Destination(i),
             });
         }
     }
@@ -673,6 +695,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                     .into(),
             ),
             details: vec![],
+            subject: Subject::Namespace,
         });
     } else if let Some(u) = r.time_wait.usage.filter(|u| *u >= 0.8) {
         out.push(Finding {
@@ -687,52 +710,44 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
             ),
             advice: Some("raise net.ipv4.tcp_max_tw_buckets, or use keep-alive".into()),
             details: vec![],
+            subject: Subject::Namespace,
         });
     }
     let server_tw: u32 = r.servers.iter().map(|s| s.time_wait).sum();
-    let moved = |name: &str| {
-        r.server_counters
-            .iter()
-            .find(|c| c.counter == name)
-            .and_then(|c| c.delta)
-            .filter(|d| *d > 0)
-    };
-    let has_paws_tw = r
-        .server_counters
-        .iter()
-        .any(|c| c.counter == "TcpExt.PAWSTimewait");
-    let rejects: Vec<String> = [
-        // Before 6.16 the TIME-WAIT rejects are counted in PAWSEstab.
-        if has_paws_tw {
-            "TcpExt.PAWSTimewait"
-        } else {
-            "TcpExt.PAWSEstab"
-        },
-        "TcpExt.TCPACKSkippedTimeWait",
-    ]
-    .iter()
-    .filter_map(|n| moved(n).map(|d| format!("{n} +{d}")))
-    .collect();
-    if !rejects.is_empty() && server_tw > 0 {
-        let top = &r.servers[0];
+    let rejects = syn_rejects(r);
+    if rejects.fired(server_tw) {
+        let busiest = match r.servers.first() {
+            Some(top) => format!(
+                "; {} holds {} TIME-WAIT entries from {} clients",
+                endpoint_text(top.local_address, top.local_port),
+                top.time_wait,
+                top.clients.len()
+            ),
+            None => String::new(),
+        };
         out.push(Finding {
             code: "time-wait-syn-rejects",
             level: Severity::Warning,
             message: format!(
-                "clients reuse ports that are still in TIME-WAIT on the server ({} on {} from \
-                 {} clients) and their SYNs are rejected ({}): connects stall for a SYN \
-                 retransmit (1 s, 3 s, 7 s)",
-                top.time_wait,
-                endpoint_text(top.local_address, top.local_port),
-                top.clients.len(),
-                rejects.join(", ")
+                "SYNs arrived for connections this host still holds in TIME-WAIT and were \
+                 rejected ({}){busiest}: those clients' connect() stalls for a SYN retransmit \
+                 (1 s, 3 s, 7 s)",
+                rejects.text()
             ),
             advice: Some(
-                "enable tcp_timestamps on both sides, let clients close first, use keep-alive, \
-                 or widen the clients' port range"
+                "clients reuse source ports while this server still holds them in TIME-WAIT (the \
+                 server closes first): keep TCP timestamps on at both ends \
+                 (net.ipv4.tcp_timestamps=1) so a newer SYN is accepted; let clients close \
+                 first; use keep-alive or pooling; or widen the clients' port range so ports \
+                 come back less often"
                     .into(),
             ),
             details: vec![],
+            subject: if r.servers.is_empty() {
+                Subject::Namespace
+            } else {
+                Subject::Server(0)
+            },
         });
     } else if server_tw > 0 && r.interval_s.is_none() {
         out.push(Finding {
@@ -748,6 +763,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                 "run with --interval SECONDS to see the PAWS and TIME-WAIT ACK counters".into(),
             ),
             details: vec![],
+            subject: Subject::Namespace,
         });
     }
     if let Some(d) = r.time_wait.recycled_delta.filter(|d| *d > 0) {
@@ -761,10 +777,95 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
             ),
             advice: None,
             details: vec![],
+            subject: Subject::Namespace,
         });
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.level));
     out
+}
+
+/// The counters that say SYNs for TIME-WAIT tuples were turned away over the interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SynRejects {
+    /// `TcpExt.PAWSTimewait` rise (6.16+): SYNs dropped by PAWS against a TIME-WAIT entry.
+    pub paws_timewait: Option<i64>,
+    /// `TcpExt.PAWSEstab` rise, read only where `PAWSTimewait` does not exist (before 6.16 the
+    /// TIME-WAIT rejects were counted there, with the established ones).
+    pub paws_estab: Option<i64>,
+    /// `TcpExt.TCPACKSkippedTimeWait` rise: the ACK answering such a SYN was rate-limited.
+    pub ack_skipped_timewait: Option<i64>,
+}
+
+impl SynRejects {
+    /// Fired: a TIME-WAIT PAWS drop or a skipped TIME-WAIT ACK; on old kernels a PAWSEstab rise
+    /// counts only while this host holds server-side TIME-WAIT entries (it mixes in
+    /// established connections).
+    pub fn fired(&self, server_time_wait: u32) -> bool {
+        let up = |d: Option<i64>| d.is_some_and(|d| d > 0);
+        up(self.paws_timewait)
+            || up(self.ack_skipped_timewait)
+            || (up(self.paws_estab) && server_time_wait > 0)
+    }
+
+    fn text(&self) -> String {
+        [
+            ("TcpExt.PAWSTimewait", self.paws_timewait),
+            ("TcpExt.PAWSEstab", self.paws_estab),
+            ("TcpExt.TCPACKSkippedTimeWait", self.ack_skipped_timewait),
+        ]
+        .iter()
+        .filter_map(|(n, d)| d.filter(|d| *d > 0).map(|d| format!("{n} +{d}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}
+
+/// The TIME-WAIT reject counters of a report (measured over its interval).
+pub fn syn_rejects(r: &PortsReport) -> SynRejects {
+    let get = |name: &str| {
+        r.server_counters
+            .iter()
+            .find(|c| c.counter == name)
+            .and_then(|c| c.delta)
+    };
+    let has_paws_tw = r
+        .server_counters
+        .iter()
+        .any(|c| c.counter == "TcpExt.PAWSTimewait");
+    SynRejects {
+        paws_timewait: get("TcpExt.PAWSTimewait"),
+        paws_estab: if has_paws_tw {
+            None
+        } else {
+            get("TcpExt.PAWSEstab")
+        },
+        ack_skipped_timewait: get("TcpExt.TCPACKSkippedTimeWait"),
+    }
+}
+
+/// Analyses one zone of a [`crate::Sample`] (against the same zone of an earlier one, when given),
+/// with the zone's own sysctls, counters and TIME-WAIT total; `filter` picks what is reported.
+pub fn analyze_zone(
+    after: &ZoneSample,
+    before: Option<&ZoneSample>,
+    interval_s: Option<f64>,
+    filter: Option<&Query>,
+) -> PortsReport {
+    let counters = match (before.and_then(|b| b.counters.as_ref()), &after.counters) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    let mut report = analyze(&PortsInput {
+        snapshot: &after.snapshot,
+        earlier: before.map(|b| &b.snapshot),
+        interval_s,
+        sysctls: &after.sysctls,
+        counters,
+        time_wait_total: after.time_wait_total,
+        filter,
+    });
+    report.zone = after.zone.clone();
+    report
 }
 
 /// `addr:port`, IPv6 in brackets.
@@ -772,17 +873,6 @@ pub fn endpoint_text(addr: IpAddr, port: u16) -> String {
     match addr {
         IpAddr::V4(a) => format!("{a}:{port}"),
         IpAddr::V6(a) => format!("[{a}]:{port}"),
-    }
-}
-
-/// Collection warnings (hidden owners, missing files) as findings, so one list carries both.
-pub fn finding_from_warning(w: &Warning) -> Finding {
-    Finding {
-        code: w.code.name(),
-        level: Severity::Info,
-        message: w.message.clone(),
-        advice: None,
-        details: w.details.clone(),
     }
 }
 
@@ -831,14 +921,17 @@ pub(crate) mod tests {
         s
     }
 
-    fn sysctls(lo: u16, hi: u16, reserved: &str) -> PortSysctls {
-        PortSysctls {
+    fn sysctls(lo: u16, hi: u16, reserved: &str) -> Sysctls {
+        Sysctls {
             ip_local_port_range: Some((lo, hi)),
-            ip_local_reserved_ports: crate::sys::sysctl::parse_reserved_ports(reserved),
+            ip_local_reserved_ports: sockstat_wire::sysctl::port_list(reserved)
+                .ok()
+                .map(PortSet::from_ranges),
             tcp_tw_reuse: Some(0),
             tcp_tw_reuse_delay_ms: Some(1000),
             tcp_timestamps: Some(1),
             tcp_max_tw_buckets: Some(1000),
+            ..Sysctls::default()
         }
     }
 
@@ -849,7 +942,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn run(s: &Snapshot, sys: &PortSysctls) -> PortsReport {
+    fn run(s: &Snapshot, sys: &Sysctls) -> PortsReport {
         analyze(&PortsInput {
             snapshot: s,
             earlier: None,
@@ -880,24 +973,24 @@ pub(crate) mod tests {
         let r = run(&snap(n_to(5, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.destinations[0].usage, 0.5);
         assert_eq!(r.destinations[0].level, Some(Severity::Warning));
-        assert_eq!(r.warnings[0].code, "ephemeral-ports-warning");
+        assert_eq!(r.findings[0].code, "ephemeral-ports-warning");
         let r = run(&snap(n_to(8, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.destinations[0].usage, 0.8);
         assert_eq!(r.destinations[0].level, Some(Severity::Critical));
-        assert_eq!(r.warnings[0].code, "ephemeral-ports-critical");
+        assert_eq!(r.findings[0].code, "ephemeral-ports-critical");
         assert!(
-            r.warnings[0].message.contains("uses 8 of 10"),
+            r.findings[0].message.contains("uses 8 of 10"),
             "{:?}",
-            r.warnings
+            r.findings
         );
-        assert!(r.warnings[0]
+        assert!(r.findings[0]
             .advice
             .as_ref()
             .unwrap()
             .contains("tcp_tw_reuse=0"));
         let r = run(&snap(n_to(4, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.destinations[0].level, None);
-        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
     }
 
     #[test]
@@ -923,7 +1016,7 @@ pub(crate) mod tests {
         let sys = sysctls(40000, 40000, "40000");
         let r = run(&snap(vec![]), &sys);
         assert_eq!(r.range.usable, 0);
-        assert_eq!(r.warnings[0].code, "no-ephemeral-ports");
+        assert_eq!(r.findings[0].code, "no-ephemeral-ports");
     }
 
     #[test]
@@ -994,7 +1087,7 @@ pub(crate) mod tests {
         assert_eq!(s.clients[0].address, "10.0.0.7".parse::<IpAddr>().unwrap());
         assert_eq!((s.clients[0].time_wait, s.clients[0].ports), (2, 2));
         assert_eq!(s.clients[1].connections, 1);
-        assert_eq!(r.warnings[0].code, "server-time-wait");
+        assert_eq!(r.findings[0].code, "server-time-wait");
     }
 
     #[test]
@@ -1036,8 +1129,17 @@ pub(crate) mod tests {
         assert_eq!(r.time_wait.overflow_delta, Some(2));
         assert_eq!(r.time_wait.count, 25);
         // 9.5/s is above the 100/60 the range sustains: a rate warning although usage is 20%.
-        let codes: Vec<&str> = r.warnings.iter().map(|w| w.code).collect();
-        assert_eq!(codes, ["time-wait-overflow", "ephemeral-ports-rate"]);
+        // PAWSTimewait +3: this host dropped SYNs against its TIME-WAIT entries (a server-side
+        // TIME-WAIT that has since expired still made a client stall).
+        let codes: Vec<&str> = r.findings.iter().map(|w| w.code).collect();
+        assert_eq!(
+            codes,
+            [
+                "time-wait-overflow",
+                "ephemeral-ports-rate",
+                "time-wait-syn-rejects"
+            ]
+        );
         assert_eq!(
             r.server_counters
                 .iter()
@@ -1073,8 +1175,8 @@ pub(crate) mod tests {
             time_wait_total: None,
             filter: None,
         });
-        assert_eq!(r.warnings[0].code, "time-wait-syn-rejects");
-        assert!(r.warnings[0].message.contains("PAWSEstab +3"));
+        assert_eq!(r.findings[0].code, "time-wait-syn-rejects");
+        assert!(r.findings[0].message.contains("PAWSEstab +3"));
     }
 
     #[test]
@@ -1112,6 +1214,8 @@ pub(crate) mod tests {
         assert_eq!(d["states"]["TIME_WAIT"], 9);
         assert_eq!(d["usage"], 0.9);
         assert_eq!(d["level"], "critical");
-        assert_eq!(v["warnings"][0]["level"], "critical");
+        // The findings are written by render::ports, after the report's fields.
+        assert!(v.get("warnings").is_none());
+        assert_eq!(r.findings[0].level, Severity::Critical);
     }
 }

@@ -89,6 +89,12 @@ impl PortSet {
         Ok(PortSet { ranges: merged })
     }
 
+    /// A set from sorted, merged inclusive ranges (as `sockstat_wire::sysctl::port_list`
+    /// returns them).
+    pub fn from_ranges(ranges: Vec<(u16, u16)>) -> PortSet {
+        PortSet { ranges }
+    }
+
     /// The merged, sorted inclusive ranges.
     pub fn ranges(&self) -> &[(u16, u16)] {
         &self.ranges

@@ -23,6 +23,7 @@ pub mod netlink;
 pub mod packet_diag;
 pub mod proc_net;
 pub mod snmp;
+pub mod sysctl;
 pub mod task_file;
 pub mod tcp_info;
 pub mod unix_diag;

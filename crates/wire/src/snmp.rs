@@ -150,3 +150,34 @@ mod tests {
         assert!(parse_snmp6("Ip6X\n").is_err());
     }
 }
+
+/// Finds the field `name` (`tw`, `mem`, ...) on the `TCP:` line of `/proc/net/sockstat` text,
+/// by name: the line is `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1` (`sockstat_seq_show`,
+/// net/ipv4/proc.c).
+pub fn sockstat_tcp_field(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
+    let mut words = line.split_ascii_whitespace();
+    while let Some(w) = words.next() {
+        if w == name {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod sockstat_tests {
+    use super::sockstat_tcp_field;
+
+    #[test]
+    fn sockstat_fields_by_name() {
+        let t =
+            "sockets: used 120\nTCP: inuse 5 orphan 0 tw 27 alloc 7 mem 1\nUDP: inuse 1 mem 0\n";
+        assert_eq!(sockstat_tcp_field(t, "tw"), Some(27));
+        assert_eq!(sockstat_tcp_field(t, "mem"), Some(1));
+        // The UDP line's mem is not TCP's.
+        assert_eq!(sockstat_tcp_field("UDP: inuse 1 mem 2\n", "mem"), None);
+        assert_eq!(sockstat_tcp_field("TCP: inuse 5 orphan 0\n", "tw"), None);
+        assert_eq!(sockstat_tcp_field("", "tw"), None);
+    }
+}

@@ -1,167 +1,103 @@
 //! R7, `ephemeral-ports`: a client uses up the ephemeral port range towards one destination
 //! (TIME-WAIT holds each port for 60 s), and `connect()` starts failing with EADDRNOTAVAIL,
-//! which no kernel counter counts. Also the TIME-WAIT table overflowing.
+//! which no kernel counter counts. Also the TIME-WAIT table overflowing or filling up, and a
+//! range with no usable port.
 //!
-//! Case: seed 003 (ports recycled while still in TIME-WAIT), reproduced in research/kernel.md
-//! §3.2 experiment H: a 50-port range, 80 short connections, 30 EADDRNOTAVAIL; with
-//! `tcp_tw_reuse=1` all 80 succeed (TcpExtTWRecycled +80).
+//! The verdict is the port report's ([`crate::ports::analyze`], what `sockstat ports` and the
+//! exporter show), so the three never disagree: which sockets count (ephemeral local ports
+//! outside `ip_local_reserved_ports`, not connections accepted from a local listener), the
+//! thresholds (50% warning, 80% critical of the usable range, exact in integers) and the texts.
+//! This rule turns its findings into diagnosis findings with their numbers as evidence.
 //!
-//! Grouped by (local address, remote address, remote port): a findings names the group, not one
-//! socket (socket null).
-
-use std::collections::BTreeMap;
-use std::net::IpAddr;
+//! Case: seed 003 (ports recycled while still in TIME-WAIT; doc/kernel.md), reproduced with a
+//! 50-port range and 80 short connections: 30 EADDRNOTAVAIL, all 80 succeed with
+//! `tcp_tw_reuse=1` (TcpExtTWRecycled +80).
+//!
+//! Grouped by (local address, remote address, remote port): a finding names the group, not
+//! one socket (socket null).
 
 use super::*;
+use crate::ports::{self, PortsInput, PortsReport, Subject};
 
-/// Share of the usable range in use towards one destination that warns.
-pub const USAGE_WARNING: f64 = 0.5;
-/// ... and that is critical.
-pub const USAGE_CRITICAL: f64 = 0.8;
-/// TIME-WAIT lasts a fixed 60 s (`TCP_TIMEWAIT_LEN`; `tcp_fin_timeout` does not shorten it).
-pub const TIME_WAIT_S: f64 = 60.0;
+/// The port report's finding codes that are R7's (the TIME-WAIT SYN rejects are R8's).
+const CODES: [&str; 6] = [
+    "no-ephemeral-ports",
+    "ephemeral-ports-critical",
+    "ephemeral-ports-warning",
+    "ephemeral-ports-rate",
+    "time-wait-overflow",
+    "time-wait-buckets",
+];
 
-/// Ports connect() may pick: the range minus the reserved ports inside it.
-pub fn usable_ports(range: (u16, u16), reserved: &[(u16, u16)]) -> u64 {
-    let (lo, hi) = range;
-    if hi < lo {
-        return 0;
-    }
-    let total = u64::from(hi - lo) + 1;
-    let taken: u64 = reserved
-        .iter()
-        .map(|&(a, b)| {
-            let (a, b) = (a.max(lo), b.min(hi));
-            if b >= a {
-                u64::from(b - a) + 1
-            } else {
-                0
-            }
-        })
-        .sum();
-    total.saturating_sub(taken)
+/// The port report over the rule's two samples, with the context's sysctls.
+pub(super) fn report(input: &Input<'_>) -> PortsReport {
+    let counters = match (&input.before.counters, &input.after.counters) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    ports::analyze(&PortsInput {
+        snapshot: &input.after.snapshot,
+        earlier: Some(&input.before.snapshot),
+        interval_s: Some(input.ctx.interval_s),
+        sysctls: &input.ctx.sysctls,
+        counters,
+        time_wait_total: input.after.time_wait_total,
+        filter: None,
+    })
 }
 
 /// Runs R7.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
+    let r = report(input);
     let s = &input.ctx.sysctls;
-    let mut out = vec![];
-    let tw_created = input.counter_delta("TcpExt", "TW");
-    if let Some(range) = s.ip_local_port_range {
-        let n = usable_ports(range, &s.ip_local_reserved_ports);
-        let mut groups: BTreeMap<(IpAddr, IpAddr, u16), (u64, u64)> = BTreeMap::new();
-        for sock in &input.after.snapshot.sockets {
-            if sock.proto != Proto::Tcp || sock.state == State::Listen {
-                continue;
-            }
-            let (
-                Some(Endpoint::Inet { addr: la, port: lp }),
-                Some(Endpoint::Inet { addr: ra, port: rp }),
-            ) = (Some(&sock.local), sock.remote.as_ref())
-            else {
-                continue;
-            };
-            if *lp < range.0 || *lp > range.1 {
-                continue;
-            }
-            let e = groups.entry((*la, *ra, *rp)).or_default();
-            e.0 += 1;
-            if sock.state == State::TimeWait {
-                e.1 += 1;
-            }
-        }
-        for ((la, ra, rp), (count, tw)) in groups {
-            if n == 0 {
-                break;
-            }
-            let usage = count as f64 / n as f64;
-            let severity = if usage >= USAGE_CRITICAL {
-                Severity::Critical
-            } else if usage >= USAGE_WARNING {
-                Severity::Warning
-            } else {
-                continue;
-            };
-            let dest = endpoint_text(&Endpoint::Inet { addr: ra, port: rp });
-            let src = match la {
-                IpAddr::V4(a) => a.to_string(),
-                IpAddr::V6(a) => format!("[{a}]"),
-            };
+    r.findings
+        .iter()
+        .filter(|f| CODES.contains(&f.code))
+        .map(|f| {
             let mut ev = Evidence::default();
-            ev.text("source", src.clone())
-                .text("destination", dest.clone())
-                .int("ports_in_use", count)
-                .int("time_wait", tw)
-                .int("usable_ports", n)
-                .num("usage_share", usage)
-                .text("port_range", format!("{}-{}", range.0, range.1))
-                .num("sustainable_connections_per_sec", n as f64 / TIME_WAIT_S)
+            ev.text("finding", f.code);
+            if let Subject::Destination(i) = f.subject {
+                let d = &r.destinations[i];
+                ev.text("source", d.local_address.to_string())
+                    .text(
+                        "destination",
+                        ports::endpoint_text(d.remote_address, d.remote_port),
+                    )
+                    .int("ports_in_use", u64::from(d.count))
+                    .int("time_wait", u64::from(d.time_wait))
+                    .num("usage_share", d.usage)
+                    .num("new_time_wait_per_sec", d.new_time_wait_per_s);
+            }
+            ev.int("usable_ports", u64::from(r.range.usable))
+                .int("reserved_ports", u64::from(r.range.reserved))
+                .text("port_range", format!("{}-{}", r.range.low, r.range.high))
                 .num(
-                    "time_wait_created_per_sec",
-                    tw_created.map(|d| d as f64 / input.ctx.interval_s.max(1e-9)),
+                    "sustainable_connections_per_sec",
+                    r.range.sustainable_rate_per_s,
                 )
-                .int("tcp_tw_reuse", s.tcp_tw_reuse)
-                .int(
+                .int("time_wait_total", r.time_wait.count)
+                .int("tcp_max_tw_buckets", r.time_wait.max_buckets)
+                .num("time_wait_created_per_sec", r.time_wait.new_per_s)
+                .put(
+                    "time_wait_overflow_delta",
+                    r.time_wait.overflow_delta.map(Value::from),
+                )
+                .put(
                     "tw_recycled_delta",
-                    input.counter_delta("TcpExt", "TWRecycled"),
-                );
-            out.push(Finding {
+                    r.time_wait.recycled_delta.map(Value::from),
+                )
+                .int("tcp_tw_reuse", s.tcp_tw_reuse);
+            Finding {
                 zone: None,
                 rule: RuleId::EphemeralPorts,
-                severity,
+                severity: f.level,
                 socket: None,
-                summary: format!(
-                    "{src} -> {dest} uses {count} of {n} ephemeral ports ({:.0}%, {tw} in TIME-WAIT): \
-                     at more than {:.0} new connections/s the range runs out and connect() fails \
-                     with EADDRNOTAVAIL, which no kernel counter shows",
-                    usage * 100.0,
-                    n as f64 / TIME_WAIT_S
-                ),
+                summary: f.message.clone(),
                 evidence: ev,
-                advice: format!(
-                    "Reuse connections (pooling, keep-alive) instead of opening one per request; \
-                     let the server close first so TIME-WAIT stays on its side; {}widen \
-                     net.ipv4.ip_local_port_range (now {}-{}); or spread over more source \
-                     addresses or destination ports.",
-                    if s.tcp_tw_reuse == Some(1) {
-                        String::new()
-                    } else {
-                        format!(
-                            "set net.ipv4.tcp_tw_reuse=1 (now {}; needs timestamps) so connect() \
-                             may reuse TIME-WAIT ports; ",
-                            s.tcp_tw_reuse.map_or("unknown".into(), |v| v.to_string())
-                        )
-                    },
-                    range.0,
-                    range.1
-                ),
-            });
-        }
-    }
-    if let Some(d) = input
-        .counter_delta("TcpExt", "TCPTimeWaitOverflow")
-        .filter(|&d| d > 0)
-    {
-        let mut ev = Evidence::default();
-        ev.int("time_wait_overflow_delta", d)
-            .int("tcp_max_tw_buckets", s.tcp_max_tw_buckets);
-        out.push(Finding {
-            zone: None,
-            rule: RuleId::EphemeralPorts,
-            severity: Severity::Warning,
-            socket: None,
-            summary: format!(
-                "the TIME-WAIT table is full (net.ipv4.tcp_max_tw_buckets = {}): {d} connections \
-                 were closed without TIME-WAIT protection during the interval",
-                s.tcp_max_tw_buckets.map_or("?".into(), |v| v.to_string())
-            ),
-            evidence: ev,
-            advice: "Open fewer short connections (pooling, keep-alive), or raise \
-                     net.ipv4.tcp_max_tw_buckets."
-                .into(),
-        });
-    }
-    out
+                advice: f.advice.clone().unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -192,38 +128,133 @@ mod tests {
     }
 
     #[test]
-    fn usable_range_minus_reserved() {
-        assert_eq!(usable_ports((32768, 60999), &[]), 28232);
-        assert_eq!(usable_ports((100, 199), &[(150, 159), (190, 300)]), 80);
-        assert_eq!(usable_ports((200, 100), &[]), 0);
-    }
-
-    #[test]
     fn experiment_h_thresholds() {
-        // 100-port range: 50 in use warns (exactly 50%), 49 does not, 80 is critical.
-        let f = run(vec![], clients(50, 40), &c((40000, 40099)));
+        // 100-port range: 50 in use warns (exactly 50%), 49 does not, 80 is critical. The
+        // entries were there before the interval too (no rate to speak of).
+        let steady = |n, tw| run(clients(n, tw), clients(n, tw), &c((40000, 40099)));
+        let f = only(steady(50, 40), RuleId::EphemeralPorts);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(ev(&f[0], "time_wait"), 40.0);
-        assert!(run(vec![], clients(49, 40), &c((40000, 40099))).is_empty());
-        let f = run(vec![], clients(80, 70), &c((40000, 40099)));
+        assert!(only(steady(49, 40), RuleId::EphemeralPorts).is_empty());
+        let f = only(steady(80, 70), RuleId::EphemeralPorts);
         assert_eq!(f[0].severity, Severity::Critical);
-        assert!(f[0].advice.contains("tcp_tw_reuse=1"));
+        assert!(f[0].advice.contains("tcp_tw_reuse=1"), "{}", f[0].advice);
+    }
+
+    #[test]
+    fn reserved_ports_and_accepted_connections_do_not_count() {
+        // 100-port range with 20 reserved: 80 usable; 40 connections are 50%.
+        let mut cx = c((40000, 40099));
+        cx.sysctls.ip_local_reserved_ports =
+            Some(crate::PortSet::from_ranges(vec![(40080, 40099)]));
+        let f = only(
+            run(clients(40, 0), clients(40, 0), &cx),
+            RuleId::EphemeralPorts,
+        );
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(ev(&f[0], "usable_ports"), 80.0);
+        // The same sockets accepted by a local listener on their port are a server's, not a
+        // client's: nothing to say about ephemeral ports.
+        let mut socks: Vec<Socket> = (0..60u16)
+            .map(|i| {
+                TcpBuilder::new()
+                    .local(&format!("192.0.2.1:{}", 40001))
+                    .remote(Some(&format!("198.51.100.2:{}", 50000 + i)))
+                    .build(u64::from(i) + 1)
+            })
+            .collect();
+        socks.push(
+            TcpBuilder::new()
+                .state(State::Listen)
+                .local("0.0.0.0:40001")
+                .remote(None)
+                .build(999),
+        );
+        assert!(only(
+            run(vec![], socks, &c((40000, 40099))),
+            RuleId::EphemeralPorts
+        )
+        .is_empty());
     }
 
     #[test]
     fn the_default_range_is_not_alarmed_by_a_few_connections() {
-        assert!(run(vec![], clients(300, 250), &ctx()).is_empty());
+        assert!(only(
+            run(vec![], clients(300, 250), &ctx()),
+            RuleId::EphemeralPorts
+        )
+        .is_empty());
     }
 
     #[test]
     fn time_wait_overflow() {
         let mut b = sample(vec![]);
         let mut a = sample(vec![]);
-        b.counters = Counters::from_triples([("TcpExt", "TCPTimeWaitOverflow", 0)]);
-        a.counters = Counters::from_triples([("TcpExt", "TCPTimeWaitOverflow", 3)]);
+        b.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPTimeWaitOverflow",
+            0,
+        )]));
+        a.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPTimeWaitOverflow",
+            3,
+        )]));
         let f = evaluate(&b, &a, &ctx());
         assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, RuleId::EphemeralPorts);
+        assert_eq!(f[0].severity, Severity::Critical);
         assert_eq!(ev(&f[0], "time_wait_overflow_delta"), 3.0);
+    }
+
+    #[test]
+    fn the_port_report_the_diagnosis_and_the_exporter_agree() {
+        // One zone sample, as the sampler gives it to `sockstat ports`, `sockstat diagnose`
+        // and `sockstat serve`: 85 of 100 ports towards one destination (critical).
+        let zone = |socks| {
+            let mut z = sample(socks);
+            z.sysctls = c((40000, 40099)).sysctls;
+            z
+        };
+        let (b, a) = (zone(clients(85, 60)), zone(clients(85, 60)));
+        let at = std::time::Instant::now();
+        let wrap = |z: &ZoneSample, dt: u64| Sample {
+            taken: at + std::time::Duration::from_secs(dt),
+            zones: vec![z.clone()],
+            warnings: vec![],
+            zoned: false,
+        };
+        let ports = crate::ports::analyze_zone(&a, Some(&b), Some(1.0), None);
+        let diag = judge(&wrap(&b, 0), &wrap(&a, 1), &Options::default());
+        let r7 = only(diag.findings, RuleId::EphemeralPorts);
+        assert_eq!(ports.findings.len(), 1, "{:#?}", ports.findings);
+        assert_eq!(r7.len(), 1, "{r7:#?}");
+        assert_eq!(ports.findings[0].code, "ephemeral-ports-critical");
+        assert_eq!(r7[0].severity, ports.findings[0].level);
+        assert_eq!(r7[0].summary, ports.findings[0].message);
+        let mut metrics = Vec::new();
+        crate::render::metrics::write_snapshot(
+            &crate::render::metrics::MetricsInput {
+                snapshot: &a.snapshot,
+                zone: "global",
+                ports: Some(&ports),
+                top: 20,
+                findings: Some(&r7),
+                counters: None,
+            },
+            &mut metrics,
+        )
+        .unwrap();
+        let text = String::from_utf8(metrics).unwrap();
+        assert!(
+            text.contains("sockstat_findings{rule=\"ephemeral-ports\",severity=\"critical\"} 1\n"),
+            "{text}"
+        );
+        let used = text
+            .lines()
+            .find(|l| l.starts_with("sockstat_ephemeral_ports_used{"))
+            .expect("a destination's port use");
+        assert!(used.ends_with(" 85"), "{used}");
     }
 }

@@ -194,7 +194,11 @@ mod tests {
     fn counters_attribute_to_the_near_full_listener() {
         let with = |q: u32, overflows: i64| {
             let mut s = sample(vec![listener(q, 128)]);
-            s.counters = Counters::from_triples([("TcpExt", "ListenOverflows", overflows)]);
+            s.counters = Some(CounterSet::from_values([(
+                "TcpExt",
+                "ListenOverflows",
+                overflows,
+            )]));
             s
         };
         assert!(evaluate(&with(100, 5), &with(115, 5), &ctx()).is_empty());
@@ -213,8 +217,16 @@ mod tests {
     fn syn_queue() {
         let mut b = sample(vec![]);
         let mut a = sample(vec![]);
-        b.counters = Counters::from_triples([("TcpExt", "TCPReqQFullDoCookies", 0)]);
-        a.counters = Counters::from_triples([("TcpExt", "TCPReqQFullDoCookies", 7)]);
+        b.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPReqQFullDoCookies",
+            0,
+        )]));
+        a.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPReqQFullDoCookies",
+            7,
+        )]));
         let f = evaluate(&b, &a, &ctx());
         assert_eq!(f.len(), 1);
         assert_eq!(ev(&f[0], "syncookies_sent_delta"), 7.0);

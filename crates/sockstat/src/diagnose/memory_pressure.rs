@@ -148,10 +148,22 @@ mod tests {
     fn counters_alone() {
         let mut b = sample(vec![]);
         let mut a = sample(vec![]);
-        b.counters = Counters::from_triples([("TcpExt", "TCPMemoryPressures", 4)]);
-        a.counters = Counters::from_triples([("TcpExt", "TCPMemoryPressures", 4)]);
+        b.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPMemoryPressures",
+            4,
+        )]));
+        a.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPMemoryPressures",
+            4,
+        )]));
         assert!(evaluate(&b, &a, &ctx()).is_empty());
-        a.counters = Counters::from_triples([("TcpExt", "TCPMemoryPressures", 5)]);
+        a.counters = Some(CounterSet::from_values([(
+            "TcpExt",
+            "TCPMemoryPressures",
+            5,
+        )]));
         let f = evaluate(&b, &a, &ctx());
         assert_eq!(f[0].rule, RuleId::MemoryPressure);
         assert_eq!(ev(&f[0], "memory_pressures_delta"), 1.0);

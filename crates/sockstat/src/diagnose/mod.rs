@@ -1,6 +1,6 @@
 //! Diagnosis: what limits each TCP connection, and what to change (`sockstat diagnose`).
 //!
-//! Input is two [`Sample`]s of one network namespace taken an interval apart (sockets with
+//! Input is two [`ZoneSample`]s of one network namespace taken an interval apart (sockets with
 //! `tcp_info` and socket memory, the namespace's MIB counters, `/proc/net/sockstat`'s TCP memory)
 //! and a [`Context`] (sysctls, the interval, an optional bottleneck bandwidth). [`evaluate`] joins
 //! the sockets by cookie, derives rates and shares over the interval ([`Flow`]), runs every rule
@@ -29,15 +29,18 @@ mod timewait_syn;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-use crate::model::WarningCode;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
+#[cfg(test)]
+use crate::counters::CounterSet;
 use crate::model::tcp::TcpInfo;
 pub use crate::model::Severity;
-use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning};
+use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning, WarningCode};
+pub use crate::sample::{Sample, ZoneSample};
+pub use crate::sysctl::Sysctls;
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
 /// this share of the interval; below it a low goodput is the application's choice and no
@@ -123,81 +126,6 @@ impl Serialize for RuleId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.id())
     }
-}
-
-/// The kernel's TCP/IP counters of one namespace at one moment, by `Group.Name`
-/// (`TcpExt.ListenOverflows`, `Tcp.RetransSegs`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counters(pub BTreeMap<String, i64>);
-
-impl Counters {
-    /// Builds the set from (group, name, value) triples, as the counter parsers yield them.
-    pub fn from_triples<'a>(it: impl IntoIterator<Item = (&'a str, &'a str, i64)>) -> Counters {
-        Counters(
-            it.into_iter()
-                .map(|(g, n, v)| (format!("{g}.{n}"), v))
-                .collect(),
-        )
-    }
-
-    /// One counter, when this kernel has it.
-    pub fn get(&self, group: &str, name: &str) -> Option<i64> {
-        self.0.get(&format!("{group}.{name}")).copied()
-    }
-
-    /// True when nothing was read (counters unavailable).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// One moment of one namespace.
-#[derive(Debug, Clone, Default)]
-pub struct Sample {
-    /// TCP sockets, gathered with `tcp_info` and socket memory.
-    pub snapshot: Snapshot,
-    /// MIB counters (`/proc/net/snmp`, `/proc/net/netstat`); empty when unreadable.
-    pub counters: Counters,
-    /// Pages of memory TCP sockets use, system-wide (`/proc/net/sockstat`, "TCP: ... mem N").
-    pub tcp_mem_pages: Option<u64>,
-}
-
-/// The earlier sample.
-pub type Before = Sample;
-/// The later sample.
-pub type After = Sample;
-
-/// The sysctls the rules read (kernel.md §3.5); `None` when absent or unreadable.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Sysctls {
-    /// `net.ipv4.tcp_wmem` (min, default, max) bytes, per namespace.
-    pub tcp_wmem: Option<[u64; 3]>,
-    /// `net.ipv4.tcp_rmem` (min, default, max) bytes, per namespace.
-    pub tcp_rmem: Option<[u64; 3]>,
-    /// `net.core.wmem_max`, global: the largest SO_SNDBUF an application may ask for.
-    pub wmem_max: Option<u64>,
-    /// `net.core.rmem_max`, global: the largest SO_RCVBUF an application may ask for.
-    pub rmem_max: Option<u64>,
-    /// `net.ipv4.tcp_mem` (low, pressure, high) pages, global.
-    pub tcp_mem: Option<[u64; 3]>,
-    /// `net.ipv4.tcp_window_scaling`.
-    pub tcp_window_scaling: Option<u64>,
-    /// `net.ipv4.tcp_moderate_rcvbuf` (receive buffer autotuning).
-    pub tcp_moderate_rcvbuf: Option<u64>,
-    /// `net.ipv4.tcp_timestamps`.
-    pub tcp_timestamps: Option<u64>,
-    /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 loopback only.
-    pub tcp_tw_reuse: Option<u64>,
-    /// `net.ipv4.ip_local_port_range`, inclusive.
-    pub ip_local_port_range: Option<(u16, u16)>,
-    /// `net.ipv4.ip_local_reserved_ports`, inclusive ranges (empty when unset).
-    pub ip_local_reserved_ports: Vec<(u16, u16)>,
-    /// `net.core.somaxconn`: the cap on every listen() backlog.
-    pub somaxconn: Option<u64>,
-    /// `net.ipv4.tcp_syncookies`.
-    pub tcp_syncookies: Option<u64>,
-    /// `net.ipv4.tcp_max_tw_buckets`.
-    pub tcp_max_tw_buckets: Option<u64>,
 }
 
 /// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, kernel.md §4).
@@ -551,9 +479,9 @@ pub fn cap_severity(ceiling: f64, min_rtt_us: u32, ctx: &Context) -> Severity {
 /// Everything a rule sees.
 pub struct Input<'a> {
     /// The earlier sample.
-    pub before: &'a Sample,
+    pub before: &'a ZoneSample,
     /// The later sample.
-    pub after: &'a Sample,
+    pub after: &'a ZoneSample,
     /// Sysctls, interval, bandwidth.
     pub ctx: &'a Context,
     /// TCP sockets present in both samples, joined by cookie.
@@ -563,8 +491,8 @@ pub struct Input<'a> {
 impl Input<'_> {
     /// Change of a namespace counter over the interval (`None` when either sample lacks it).
     pub fn counter_delta(&self, group: &str, name: &str) -> Option<u64> {
-        let a = self.before.counters.get(group, name)?;
-        let b = self.after.counters.get(group, name)?;
+        let a = self.before.counters.as_ref()?.get(group, name)?;
+        let b = self.after.counters.as_ref()?.get(group, name)?;
         Some(b.saturating_sub(a).max(0) as u64)
     }
 }
@@ -588,7 +516,7 @@ pub const RULES: &[(&str, Rule)] = &[
 
 /// Joins the samples by socket cookie and runs every rule. Findings come back most severe
 /// first, then by rule, then by connection.
-pub fn evaluate(before: &Before, after: &After, ctx: &Context) -> Vec<Finding> {
+pub fn evaluate(before: &ZoneSample, after: &ZoneSample, ctx: &Context) -> Vec<Finding> {
     let input = Input {
         before,
         after,
@@ -601,21 +529,10 @@ pub fn evaluate(before: &Before, after: &After, ctx: &Context) -> Vec<Finding> {
 }
 
 /// Runs [`evaluate`] and adds the counts and warnings a renderer shows.
-pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
+pub fn diagnose(before: &ZoneSample, after: &ZoneSample, ctx: &Context) -> Report {
     let findings = evaluate(before, after, ctx);
     let connections = join(before, after, ctx.interval_s).len();
     let mut warnings = after.snapshot.warnings.clone();
-    if after.counters.is_empty() {
-        warnings.push(Warning {
-            code: WarningCode::CountersUnavailable,
-            count: None,
-            message: "the namespace's TCP counters (/proc/net/netstat, /proc/net/snmp) could not \
-                      be read: listen-overflow, timewait-syn-rejected, memory-pressure and \
-                      retransmission findings rely on the sockets alone"
-                .into(),
-            details: vec![],
-        });
-    }
     if ctx.sysctls.tcp_mem.is_none() {
         warnings.push(Warning {
             code: WarningCode::TcpMemHidden,
@@ -653,6 +570,61 @@ pub fn diagnose(before: &Before, after: &After, ctx: &Context) -> Report {
     }
 }
 
+/// What a diagnosis is told beside its samples.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The bottleneck bandwidth the operator gave (`--bandwidth`), bytes/s.
+    pub bandwidth: Option<f64>,
+    /// The page size, bytes (for `tcp_mem`, which counts pages).
+    pub page_size: u64,
+    /// Exact buffer locks by socket cookie, where they could be read (root only).
+    pub buf_locks: HashMap<u64, BufLock>,
+}
+
+/// Judges every zone of `after` against the same zone of `before` (a zone that appeared in
+/// between has nothing to compare and is left out), each with its own sysctls and counters:
+/// the one diagnosis of `sockstat diagnose`, the exporter and [`crate::diagnose_connections`].
+/// With zones asked for, each finding carries its zone and zone warnings name it.
+pub fn judge(before: &Sample, after: &Sample, opts: &Options) -> Report {
+    let interval_s = after.seconds_since(before);
+    let mut report = Report {
+        warnings: after.warnings.clone(),
+        interval_s,
+        ..Report::default()
+    };
+    for z in &after.zones {
+        let Some(b) = before.matching(z) else {
+            continue;
+        };
+        let ctx = Context {
+            interval_s,
+            sysctls: z.sysctls.clone(),
+            bandwidth: opts.bandwidth,
+            page_size: opts.page_size,
+            buf_locks: opts.buf_locks.clone(),
+        };
+        let r = diagnose(b, z, &ctx);
+        report.connections += r.connections;
+        let zone = z.zone.as_ref().filter(|_| after.zoned);
+        report.findings.extend(r.findings.into_iter().map(|mut f| {
+            f.zone = zone.cloned();
+            f
+        }));
+        for w in r.warnings {
+            // tcp_mem is global: the same warning in every zone is one warning.
+            let w = match zone {
+                Some(zone) if w.code != WarningCode::TcpMemHidden => w.in_zone(&zone.name),
+                _ => w,
+            };
+            if !report.warnings.contains(&w) {
+                report.warnings.push(w);
+            }
+        }
+    }
+    sort_findings(&mut report.findings);
+    report
+}
+
 /// Most severe first, then rule order, then local and remote address.
 pub fn sort_findings(f: &mut [Finding]) {
     f.sort_by(|a, b| {
@@ -672,7 +644,7 @@ pub fn sort_findings(f: &mut [Finding]) {
 
 /// TCP sockets with tcp_info in both samples, joined by cookie (sockets without a cookie, from
 /// /proc text, cannot be followed and are skipped).
-fn join<'a>(before: &'a Sample, after: &'a Sample, dt: f64) -> Vec<Flow<'a>> {
+fn join<'a>(before: &'a ZoneSample, after: &'a ZoneSample, dt: f64) -> Vec<Flow<'a>> {
     let earlier: HashMap<u64, &Socket> = before
         .snapshot
         .sockets

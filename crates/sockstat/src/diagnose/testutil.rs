@@ -296,10 +296,14 @@ pub fn sysctls() -> Sysctls {
         tcp_timestamps: Some(1),
         tcp_tw_reuse: Some(2),
         ip_local_port_range: Some((32768, 60999)),
-        ip_local_reserved_ports: vec![],
+        ip_local_reserved_ports: Some(crate::PortSet::default()),
         somaxconn: Some(4096),
         tcp_syncookies: Some(1),
         tcp_max_tw_buckets: Some(262_144),
+        tcp_syn_retries: Some(6),
+        tcp_synack_retries: Some(5),
+        tcp_syn_linear_timeouts: Some(4),
+        tcp_tw_reuse_delay_ms: Some(1000),
     }
 }
 
@@ -315,7 +319,7 @@ pub fn ctx() -> Context {
 }
 
 /// A sample of these sockets, pid 100 named "app".
-pub fn sample(sockets: Vec<Socket>) -> Sample {
+pub fn sample(sockets: Vec<Socket>) -> ZoneSample {
     let mut snap = Snapshot {
         sockets,
         ..Snapshot::default()
@@ -329,10 +333,10 @@ pub fn sample(sockets: Vec<Socket>) -> Sample {
             args: None,
         },
     );
-    Sample {
+    ZoneSample {
         snapshot: snap,
-        counters: Counters::default(),
         tcp_mem_pages: Some(1000),
+        ..ZoneSample::default()
     }
 }
 

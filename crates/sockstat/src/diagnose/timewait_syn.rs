@@ -9,52 +9,50 @@
 //! failure, drops it (PAWSTimewait, 6.16+; PAWSEstab before).
 //!
 //! A namespace finding (socket null) naming the listening port with the most TIME-WAIT entries.
-
-use std::collections::BTreeMap;
+//! The verdict is the port report's ([`crate::ports`]), so `sockstat ports` says the same.
 
 use super::*;
+use crate::ports::{self, Subject};
 
-/// Runs R8.
+/// Runs R8: the port report's `time-wait-syn-rejects` finding (one analysis for `sockstat
+/// ports`, the exporter and this rule), with its counters as evidence.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let paws_tw = input.counter_delta("TcpExt", "PAWSTimewait");
-    let skipped = input.counter_delta("TcpExt", "TCPACKSkippedTimeWait");
-    // Before 6.16 TIME-WAIT PAWS rejects were counted with the established ones.
-    let paws_estab = if paws_tw.is_none() {
-        input.counter_delta("TcpExt", "PAWSEstab")
-    } else {
-        None
-    };
-    let snap = &input.after.snapshot;
-    let listen_ports: Vec<u16> = snap
-        .sockets
+    let r = super::ephemeral_ports::report(input);
+    let Some(f) = r
+        .findings
         .iter()
-        .filter(|s| s.proto == Proto::Tcp && s.state == State::Listen)
-        .filter_map(|s| s.local.port())
-        .collect();
-    let mut tw_by_port: BTreeMap<u16, u64> = BTreeMap::new();
-    for s in &snap.sockets {
-        if s.proto == Proto::Tcp && s.state == State::TimeWait {
-            if let Some(p) = s.local.port().filter(|p| listen_ports.contains(p)) {
-                *tw_by_port.entry(p).or_default() += 1;
-            }
-        }
-    }
-    let server_tw: u64 = tw_by_port.values().sum();
-    let fired = paws_tw.is_some_and(|d| d > 0)
-        || skipped.is_some_and(|d| d > 0)
-        || (paws_estab.is_some_and(|d| d > 0) && server_tw > 0);
-    if !fired {
+        .find(|f| f.code == "time-wait-syn-rejects")
+    else {
         return vec![];
-    }
-    let busiest = tw_by_port.iter().max_by_key(|(_, n)| **n);
+    };
+    let rejects = ports::syn_rejects(&r);
+    let busiest = match f.subject {
+        Subject::Server(i) => r.servers.get(i),
+        _ => None,
+    };
     let mut ev = Evidence::default();
     ev.num("interval_s", input.ctx.interval_s)
-        .int("paws_timewait_delta", paws_tw)
-        .int("ack_skipped_timewait_delta", skipped)
-        .int("paws_estab_delta", paws_estab)
-        .int("server_time_wait", server_tw)
-        .int("busiest_port", busiest.map(|(p, _)| u64::from(*p)))
-        .int("busiest_port_time_wait", busiest.map(|(_, n)| *n))
+        .put(
+            "paws_timewait_delta",
+            rejects.paws_timewait.map(Value::from),
+        )
+        .put(
+            "ack_skipped_timewait_delta",
+            rejects.ack_skipped_timewait.map(Value::from),
+        )
+        .put("paws_estab_delta", rejects.paws_estab.map(Value::from))
+        .int(
+            "server_time_wait",
+            r.servers
+                .iter()
+                .map(|s| u64::from(s.time_wait))
+                .sum::<u64>(),
+        )
+        .int("busiest_port", busiest.map(|s| u64::from(s.local_port)))
+        .int(
+            "busiest_port_time_wait",
+            busiest.map(|s| u64::from(s.time_wait)),
+        )
         .int("tcp_timestamps", input.ctx.sysctls.tcp_timestamps)
         .int(
             "syn_retrans_delta",
@@ -63,25 +61,11 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
     vec![Finding {
         zone: None,
         rule: RuleId::TimewaitSynRejected,
-        severity: Severity::Warning,
+        severity: f.level,
         socket: None,
-        summary: format!(
-            "SYNs arrived for connections this host still holds in TIME-WAIT and were rejected \
-             ({} PAWS, {} rate-limited ACKs){}: those clients' connect() stalls for 1 s, 3 s, 7 s",
-            paws_tw.or(paws_estab).unwrap_or(0),
-            skipped.unwrap_or(0),
-            match busiest {
-                Some((p, n)) => format!("; port {p} holds {n} TIME-WAIT entries"),
-                None => String::new(),
-            }
-        ),
+        summary: f.message.clone(),
         evidence: ev,
-        advice: "Clients reuse source ports while this server still holds them in TIME-WAIT \
-                 (the server closes first). Keep TCP timestamps on at both ends \
-                 (net.ipv4.tcp_timestamps=1) so a newer SYN is accepted; let clients close \
-                 first; use keep-alive or pooling; or widen the clients' port range so ports come \
-                 back less often."
-            .into(),
+        advice: f.advice.clone().unwrap_or_default(),
     }]
 }
 
@@ -105,16 +89,16 @@ mod tests {
         after.push(time_wait("192.0.2.1:80", "198.51.100.9:40002"));
         let mut b = sample(vec![]);
         let mut a = sample(after);
-        b.counters = Counters::from_triples([
+        b.counters = Some(CounterSet::from_values([
             ("TcpExt", "TCPACKSkippedTimeWait", 10),
             ("TcpExt", "PAWSTimewait", 0),
-        ]);
+        ]));
         a.counters = b.counters.clone();
         assert!(evaluate(&b, &a, &ctx()).is_empty());
-        a.counters = Counters::from_triples([
+        a.counters = Some(CounterSet::from_values([
             ("TcpExt", "TCPACKSkippedTimeWait", 11),
             ("TcpExt", "PAWSTimewait", 0),
-        ]);
+        ]));
         let f = evaluate(&b, &a, &ctx());
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].rule, RuleId::TimewaitSynRejected);
@@ -125,9 +109,9 @@ mod tests {
     #[test]
     fn old_kernels_need_server_time_wait_with_paws_estab() {
         let mut b = sample(vec![]);
-        b.counters = Counters::from_triples([("TcpExt", "PAWSEstab", 0)]);
+        b.counters = Some(CounterSet::from_values([("TcpExt", "PAWSEstab", 0)]));
         let mut a = sample(vec![listener()]);
-        a.counters = Counters::from_triples([("TcpExt", "PAWSEstab", 2)]);
+        a.counters = Some(CounterSet::from_values([("TcpExt", "PAWSEstab", 2)]));
         assert!(evaluate(&b, &a, &ctx()).is_empty());
         a.snapshot
             .sockets

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::sanitize::for_terminal;
 use super::Options;
-use crate::model::Severity;
+use crate::model::{Severity, Warning};
 use crate::ports::{endpoint_text, Finding, PortsReport, TimeLeft, TIME_WAIT_S};
 
 /// Version of the ports JSON document.
@@ -219,10 +219,10 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
             writeln!(out, "Server counters: {}", parts.join(", "))?;
         }
     }
-    if !r.warnings.is_empty() {
+    if !r.findings.is_empty() {
         writeln!(out)?;
     }
-    for w in &r.warnings {
+    for w in &r.findings {
         let label = w.level.name();
         let color = match w.level {
             Severity::Critical => RED,
@@ -246,23 +246,68 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
     Ok(())
 }
 
+/// One entry of a port document's `"warnings"`: a finding, or a gathering warning (level
+/// `info`, no advice) so that one list carries both.
+#[derive(serde::Serialize)]
+struct JsonFinding<'a> {
+    code: &'a str,
+    level: Severity,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    advice: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    details: &'a [String],
+}
+
+fn json_findings<'a>(findings: &'a [Finding], gathering: &'a [Warning]) -> Vec<JsonFinding<'a>> {
+    let found = findings.iter().map(|f| JsonFinding {
+        code: f.code,
+        level: f.level,
+        message: &f.message,
+        advice: f.advice.as_deref(),
+        details: &f.details,
+    });
+    let seen = gathering.iter().map(|w| JsonFinding {
+        code: w.code.name(),
+        level: Severity::Info,
+        message: &w.message,
+        advice: None,
+        details: &w.details,
+    });
+    found.chain(seen).collect()
+}
+
 /// Writes `{"version":1,"range":{...},"settings":{...},"time_wait":{...},"interval_s",
-/// "destinations":[...],"servers":[...],"server_counters":[...],"warnings":[...]}`.
-pub fn write_json(r: &PortsReport, _opts: &Options, out: &mut dyn Write) -> io::Result<()> {
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        version: u32,
-        #[serde(flatten)]
-        report: &'a PortsReport,
-    }
-    serde_json::to_writer(
-        &mut *out,
-        &Doc {
-            version: SCHEMA_VERSION,
-            report: r,
-        },
-    )?;
+/// "destinations":[...],"servers":[...],"server_counters":[...],"warnings":[...]}`: the
+/// findings, then what the gathering could not see.
+pub fn write_json(
+    r: &PortsReport,
+    gathering: &[Warning],
+    _opts: &Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, &ReportDoc::new(r, gathering))?;
     out.write_all(b"\n")
+}
+
+/// A report with its `"warnings"`.
+#[derive(serde::Serialize)]
+struct ReportDoc<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u32>,
+    #[serde(flatten)]
+    report: &'a PortsReport,
+    warnings: Vec<JsonFinding<'a>>,
+}
+
+impl<'a> ReportDoc<'a> {
+    fn new(r: &'a PortsReport, gathering: &'a [Warning]) -> ReportDoc<'a> {
+        ReportDoc {
+            version: Some(SCHEMA_VERSION),
+            report: r,
+            warnings: json_findings(&r.findings, gathering),
+        }
+    }
 }
 
 /// Writes one report per zone (`-Z`), each under its `Zone NAME (kind)` line, a blank line
@@ -282,24 +327,32 @@ pub fn write_zones_table(
 }
 
 /// Writes the `-Z` document: `{"version":1,"zones":[<one report per zone, each with its
-/// "zone">],"warnings":[<what the gathering could not see>]}`.
+/// "zone" and its findings as "warnings">],"warnings":[<what the gathering could not see>]}`.
 pub fn write_zones_json(
     reports: &[PortsReport],
-    warnings: &[Finding],
+    gathering: &[Warning],
     out: &mut dyn Write,
 ) -> io::Result<()> {
     #[derive(serde::Serialize)]
     struct Doc<'a> {
         version: u32,
-        zones: &'a [PortsReport],
-        warnings: &'a [Finding],
+        zones: Vec<ReportDoc<'a>>,
+        warnings: Vec<JsonFinding<'a>>,
     }
+    let zones = reports
+        .iter()
+        .map(|r| ReportDoc {
+            version: None,
+            report: r,
+            warnings: json_findings(&r.findings, &[]),
+        })
+        .collect();
     serde_json::to_writer(
         &mut *out,
         &Doc {
             version: SCHEMA_VERSION,
-            zones: reports,
-            warnings,
+            zones,
+            warnings: json_findings(&[], gathering),
         },
     )?;
     out.write_all(b"\n")
@@ -311,7 +364,7 @@ mod tests {
     use crate::model::{Snapshot, State};
     use crate::ports::tests::sock;
     use crate::ports::{analyze, PortsInput};
-    use crate::sys::sysctl::PortSysctls;
+    use crate::sysctl::Sysctls;
 
     fn report() -> PortsReport {
         let sockets = (0..9u16)
@@ -330,10 +383,10 @@ mod tests {
             sockets,
             ..Snapshot::default()
         };
-        let sys = PortSysctls {
+        let sys = Sysctls {
             ip_local_port_range: Some((40000, 40009)),
             tcp_tw_reuse: Some(0),
-            ..PortSysctls::default()
+            ..Sysctls::default()
         };
         analyze(&PortsInput {
             snapshot: &snap,
@@ -371,7 +424,7 @@ mod tests {
     #[test]
     fn json_document() {
         let mut out = Vec::new();
-        write_json(&report(), &Options::new(), &mut out).unwrap();
+        write_json(&report(), &[], &Options::new(), &mut out).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["version"], 1);
         assert_eq!(v["range"]["low"], 40000);

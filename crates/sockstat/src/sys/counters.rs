@@ -2,19 +2,25 @@
 //! TIME-WAIT total of `sockstat`, from the directory [`ProcPaths::net`] names. Parsing is in
 //! [`crate::counters`]; this module only reads.
 
-use crate::model::WarningCode;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use sockstat_wire::snmp;
+
 use crate::counters::CounterSet;
 use crate::error::Error;
-use crate::model::Warning;
+use crate::model::{Warning, WarningCode};
 
 /// The counters, with a warning for each optional file that was missing.
 #[derive(Debug, Clone, Default)]
 pub struct CounterRead {
     /// Every counter read.
     pub set: CounterSet,
+    /// TIME-WAIT entries in the namespace: `tw` on the `TCP:` line of `sockstat`.
+    pub time_wait_total: Option<u64>,
+    /// Pages TCP sockets use, system-wide: `mem` on the `TCP:` line of `sockstat` (global, so
+    /// the namespace it is read from does not matter).
+    pub tcp_mem_pages: Option<u64>,
     /// What could not be read (e.g. `snmp6` when IPv6 is disabled).
     pub warnings: Vec<Warning>,
 }
@@ -114,44 +120,36 @@ pub fn read(paths: &ProcPaths) -> Result<CounterRead, Error> {
             details: vec![],
         });
     }
-    Ok(CounterRead { set, warnings })
-}
-
-/// The netns-wide TIME-WAIT count: `tw` on the `TCP:` line of `<net>/sockstat`
-/// (`sockstat_seq_show`, `net/ipv4/proc.c`). `None` when the file or the field is missing.
-pub fn read_time_wait_total(paths: &ProcPaths) -> Option<u64> {
-    let text = std::fs::read_to_string(paths.net.join("sockstat")).ok()?;
-    sockstat_tcp_field(&text, "tw")
-}
-
-/// Finds the field `name` (`tw`, `mem`, ...) on the `TCP:` line of `/proc/net/sockstat` text,
-/// by name: the line is `TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`.
-pub fn sockstat_tcp_field(text: &str, name: &str) -> Option<u64> {
-    let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
-    let mut words = line.split_ascii_whitespace();
-    while let Some(w) = words.next() {
-        if w == name {
-            return words.next()?.parse().ok();
-        }
+    let sockstat = read_optional(&net.join("sockstat"))?;
+    let field = |name| {
+        sockstat
+            .as_deref()
+            .and_then(|t| snmp::sockstat_tcp_field(t, name))
+    };
+    let (time_wait_total, tcp_mem_pages) = (field("tw"), field("mem"));
+    // Every kernel has the file (a fake --proc-root may not): say so only when it is there
+    // and lacks what is read from it.
+    if sockstat.is_some() && (time_wait_total.is_none() || tcp_mem_pages.is_none()) {
+        warnings.push(Warning::new(
+            WarningCode::CountersMissing,
+            format!(
+                "{} has no TCP line with 'tw' and 'mem': the TIME-WAIT total and TCP's memory \
+                 use are unknown",
+                net.join("sockstat").display()
+            ),
+        ));
     }
-    None
+    Ok(CounterRead {
+        set,
+        time_wait_total,
+        tcp_mem_pages,
+        warnings,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sockstat_tw_by_name() {
-        let t =
-            "sockets: used 120\nTCP: inuse 5 orphan 0 tw 27 alloc 7 mem 1\nUDP: inuse 1 mem 0\n";
-        assert_eq!(sockstat_tcp_field(t, "tw"), Some(27));
-        assert_eq!(sockstat_tcp_field(t, "mem"), Some(1));
-        // The UDP line's mem is not TCP's.
-        assert_eq!(sockstat_tcp_field("UDP: inuse 1 mem 2\n", "mem"), None);
-        assert_eq!(sockstat_tcp_field("TCP: inuse 5 orphan 0\n", "tw"), None);
-        assert_eq!(sockstat_tcp_field("", "tw"), None);
-    }
 
     #[test]
     fn reads_a_fake_proc_and_warns_about_missing_files() {
@@ -167,7 +165,18 @@ mod tests {
         .unwrap();
         let r = read(&paths).unwrap();
         assert_eq!(r.set.get("Tcp", "OutRsts"), Some(4));
-        assert_eq!(r.warnings.len(), 2);
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
+        assert_eq!(r.time_wait_total, None);
+        std::fs::write(dir.path().join("net/sockstat"), "TCP: inuse 5\n").unwrap();
+        assert_eq!(read(&paths).unwrap().warnings.len(), 3);
+        std::fs::write(
+            dir.path().join("net/sockstat"),
+            "sockets: used 120\nTCP: inuse 5 orphan 0 tw 27 alloc 7 mem 1\nUDP: inuse 1 mem 0\n",
+        )
+        .unwrap();
+        let r = read(&paths).unwrap();
+        assert_eq!((r.time_wait_total, r.tcp_mem_pages), (Some(27), Some(1)));
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
         std::fs::write(dir.path().join("net/netstat"), "TcpExt: TW\nTcpExt: x\n").unwrap();
         let e = read(&paths).unwrap_err();
         assert!(e.to_string().contains("/proc/net/netstat"), "{e}");

@@ -4,7 +4,6 @@
 //!
 //! Produces model [`Socket`]s; owners are joined later by `sys::collect`.
 
-use crate::model::WarningCode;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -17,7 +16,7 @@ use crate::error::Error;
 use crate::model::tcp::{Memory, TcpDetails, TcpInfo};
 use crate::model::{
     Endpoint, Family, OwnersStatus, Proto, RawString, SockType, Socket, State, Timer, UnixName,
-    Warning,
+    Warning, WarningCode,
 };
 use crate::query::{Query, Source};
 use crate::sys::netlink::{self, DumpError, Transport};

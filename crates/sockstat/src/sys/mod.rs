@@ -9,6 +9,7 @@ pub mod dump;
 pub mod netlink;
 pub mod netns;
 pub mod owners;
+pub mod sampler;
 pub mod sysctl;
 pub mod taskfile;
 pub mod users;
@@ -18,7 +19,7 @@ use std::collections::HashSet;
 
 use crate::error::Error;
 use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
-use crate::query::{Query, Source, ZoneSelect};
+use crate::query::{Query, Source};
 
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
 /// calling thread meanwhile (research/baseline.md: 2 scan threads + concurrent dump is the floor
@@ -36,9 +37,17 @@ fn scan_threads() -> usize {
 /// its own threads; meanwhile this thread dumps the sockets, fills unix peer names and sorts by
 /// address, so that only the join and the tie order by holder remain once the scan is done.
 pub fn collect(q: &Query) -> Result<Snapshot, Error> {
+    collect_in(q, netns::select(&q.proc_root, &q.zones)?)
+}
+
+/// [`collect`] in zones already selected (`None`: the namespace sockstat runs in).
+pub(crate) fn collect_in(
+    q: &Query,
+    selected: Option<netns::SelectedZones>,
+) -> Result<Snapshot, Error> {
     let ext = q.inet_diag_ext();
-    let prepare = || -> Result<_, Error> {
-        let (mut g, zones) = gather_zones(q, ext)?;
+    let prepare = move || -> Result<_, Error> {
+        let (mut g, zones) = gather_zones(q, ext, selected)?;
         dump::fill_unix_peer_names(&mut g.sockets);
         sort_sockets(&mut g.sockets, &zones);
         Ok((g, zones))
@@ -225,10 +234,12 @@ fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
     }
 }
 
-/// Gathers the sockets of the zones the query selects, each tagged with its zone key.
+/// Gathers the sockets of the selected zones (`None`: the namespace sockstat runs in), each
+/// tagged with its zone key.
 fn gather_zones(
     q: &Query,
     ext: u8,
+    selected: Option<netns::SelectedZones>,
 ) -> Result<
     (
         dump::Gathered,
@@ -237,29 +248,15 @@ fn gather_zones(
     Error,
 > {
     let mut zones = std::collections::BTreeMap::new();
-    if q.zones == ZoneSelect::Current {
+    let Some((selected, mut warnings)) = selected else {
         return Ok((dump::gather(q, ext, &q.proc_root.join("net"))?, zones));
-    }
-    let (targets, mut warnings) = netns::discover(&q.proc_root);
-    let selected: Vec<&netns::ZoneTarget> = match &q.zones {
-        ZoneSelect::Named(spec) => {
-            let hit: Vec<_> = targets.iter().filter(|t| t.zone.matches(spec)).collect();
-            if hit.is_empty() {
-                return Err(Error::UnknownZone {
-                    name: spec.clone(),
-                    known: targets.iter().map(|t| t.zone.name.clone()).collect(),
-                });
-            }
-            hit
-        }
-        _ => targets.iter().collect(),
     };
     let mut all = dump::Gathered::default();
     let (mut fallback, mut skipped) = (Vec::new(), Vec::new());
     for t in selected {
         zones.insert(t.key, t.zone.clone());
         let thread_net = q.proc_root.join("thread-self/net");
-        let joined = netns::run_in(t, || {
+        let joined = netns::run_in(&t, || {
             let net = if t.own {
                 q.proc_root.join("net")
             } else {

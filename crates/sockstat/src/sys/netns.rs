@@ -7,7 +7,6 @@
 //! namespace is never changed); where joining is not permitted, its `/proc/PID/net` text is
 //! read instead and a warning says what is missing.
 
-use crate::model::WarningCode;
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -15,7 +14,11 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 use sockstat_wire::fd_link::netns_inode;
 
-use crate::model::Warning;
+use crate::error::Error;
+use crate::model::{Warning, WarningCode};
+use crate::query::ZoneSelect;
+use crate::sample::Reach;
+use crate::sys::counters::ProcPaths;
 use crate::zone::{self, Zone, ZoneKind};
 
 /// Directories where namespaces are kept by name: `ip netns` (and CNI/Podman, which use it),
@@ -331,4 +334,61 @@ pub fn run_in<T: Send>(target: &ZoneTarget, work: impl FnOnce() -> T + Send) -> 
         .join()
         .unwrap_or_else(|_| Err("the namespace thread panicked".into()))
     })
+}
+
+/// Zones chosen by [`select`], with what their discovery could not see.
+pub type SelectedZones = (Vec<ZoneTarget>, Vec<Warning>);
+
+/// The zones `select` asks for, in display order (global first, then by name), with what
+/// discovery could not see; `None` for [`ZoneSelect::Current`] (no discovery needed). A named
+/// zone that does not exist is [`Error::UnknownZone`], listing the known ones.
+pub fn select(proc_root: &Path, select: &ZoneSelect) -> Result<Option<SelectedZones>, Error> {
+    let spec = match select {
+        ZoneSelect::Current => return Ok(None),
+        ZoneSelect::All => None,
+        ZoneSelect::Named(spec) => Some(spec),
+    };
+    let (targets, warnings) = discover(proc_root);
+    let Some(spec) = spec else {
+        return Ok(Some((targets, warnings)));
+    };
+    let known = targets.iter().map(|t| t.zone.name.clone()).collect();
+    let hit: Vec<ZoneTarget> = targets
+        .into_iter()
+        .filter(|t| t.zone.matches(spec))
+        .collect();
+    if hit.is_empty() {
+        return Err(Error::UnknownZone {
+            name: spec.clone(),
+            known,
+        });
+    }
+    Ok(Some((hit, warnings)))
+}
+
+/// Runs `work` with the paths of zone `t`'s counter files and sysctls: on a thread that joined
+/// it (`/proc/thread-self/net`, `/proc/sys` read from that thread), on this thread for this
+/// process's own namespace, or, when joining is not permitted, here with the paths of a member
+/// process (counters only: [`Reach::Member`]). `Err` (why) when the zone cannot be reached at
+/// all.
+pub fn in_zone<T: Send>(
+    t: &ZoneTarget,
+    proc_root: &Path,
+    work: impl Fn(&ProcPaths) -> T + Send + Sync,
+) -> Result<(T, Reach), String> {
+    let paths = if t.own {
+        ProcPaths::new(proc_root)
+    } else {
+        ProcPaths::thread(proc_root)
+    };
+    match run_in(t, || work(&paths)) {
+        Ok(v) => Ok((v, Reach::Joined)),
+        Err(why) => match t.member {
+            Some(pid) => Ok((
+                work(&ProcPaths::member(proc_root, pid)),
+                Reach::Member(pid, why),
+            )),
+            None => Err(format!("{why}; no visible process in it")),
+        },
+    }
 }
