@@ -556,10 +556,13 @@ impl Drop for Namespace {
     }
 }
 
+/// With the /proc scan, named explicitly: `auto` takes the BPF iterator on a host with 10,000
+/// open files or more, which a busy CI machine can have, and the BPF scan does not see the
+/// short-lived holders this test also counts.
 #[test]
 fn churn_never_yields_a_false_owner() {
     require_root!("churn_never_yields_a_false_owner (pid namespace)");
-    churn(None);
+    churn(Some("proc"));
 }
 
 /// The same churn with the owners read by the BPF iterator (which `auto` takes only on hosts

@@ -21,6 +21,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use sockstat::join::OwnerIndex;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::sys::diagnose::{judge, Diagnosis};
 use sockstat::sys::owners;
@@ -118,14 +119,10 @@ impl OwnerCache {
             q.proc_root = proc_root.to_path_buf();
             match owners::scan_any(&q, threads).0 {
                 Ok(scan) => {
-                    let h = &scan.holders;
+                    let index = OwnerIndex::new(scan.holders);
                     self.by_inode = inodes
                         .iter()
-                        .map(|&id| {
-                            let start = h.partition_point(|x| x.inode < id);
-                            let end = start + h[start..].partition_point(|x| x.inode == id);
-                            (id, h[start..end].iter().map(|x| x.owner).collect())
-                        })
+                        .map(|&id| (id, index.holders_of(id).iter().map(|x| x.owner).collect()))
                         .collect();
                     let mut procs = scan.processes;
                     self.processes = self
@@ -139,7 +136,7 @@ impl OwnerCache {
                     // Remember the inodes anyway: a failing scan is retried at the refresh.
                     self.by_inode = inodes.iter().map(|&i| (i, Vec::new())).collect();
                     self.processes.clear();
-                    warning = Some(e.message);
+                    warning = Some(e.to_string());
                 }
             }
         } else {
@@ -170,6 +167,9 @@ struct Collector {
     owners: OwnerCache,
     sampler: Sampler,
     previous: Option<Sample>,
+    /// The codes of the warnings last logged: a warning is logged when it appears, not at
+    /// every scrape.
+    logged: Vec<sockstat::WarningCode>,
 }
 
 /// One collection, rendered.
@@ -195,12 +195,26 @@ impl Collector {
             owners: OwnerCache::default(),
             sampler: Sampler::new(&q),
             previous: None,
+            logged: Vec::new(),
         }
     }
 
     fn collect(&mut self) -> anyhow::Result<Collected> {
         let start = Instant::now();
         let mut now = self.sampler.sample().context("listing sockets")?;
+        // What the collection could not read (counters, sysctls) leaves metrics out: say so in
+        // the log when it starts, not at every scrape.
+        let codes: Vec<sockstat::WarningCode> = now.warnings.iter().map(|w| w.code).collect();
+        if codes != self.logged {
+            for w in now
+                .warnings
+                .iter()
+                .filter(|w| !self.logged.contains(&w.code))
+            {
+                eprintln!("sockstat: warning: {}", w.message);
+            }
+            self.logged = codes;
+        }
         for z in &mut now.zones {
             if let Some(w) = self.owners.fill(&mut z.snapshot, &self.proc_root) {
                 eprintln!("sockstat: warning: no process information for listeners: {w}");

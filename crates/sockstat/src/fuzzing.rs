@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use sockstat_wire::netlink::{classify, messages, Control};
-use sockstat_wire::{inet_diag, packet_diag, unix_diag};
+use sockstat_wire::{inet_diag, mountinfo, packet_diag, proc_pid, unix_diag};
 
 use crate::diagnose::{Context, ZoneSample};
 use crate::model::{Owner, OwnersStatus, Process, Proto, RawString, Snapshot};
@@ -28,30 +28,32 @@ pub fn proc_files(data: &[u8]) {
     match which % 6 {
         0 => {
             // /proc/PID/stat: the fields after the last ')' whatever the command name holds.
-            let t = owners::parse_start_ticks(file);
+            let t = proc_pid::start_ticks(file);
+            let k = proc_pid::is_kernel_thread(file);
             if !file.contains(&b')') {
-                assert_eq!(t, None);
+                assert_eq!((t, k), (None, None));
             }
         }
         1 => {
             // /proc/PID/status.
             std::hint::black_box((
-                owners::cap_eff(file),
+                proc_pid::cap_eff(file),
                 owners::has_bpf_caps(file),
-                owners::effective_uid(file),
+                proc_pid::effective_uid(file),
+                proc_pid::nspid_depth(file),
             ));
         }
         2 => {
             // /proc/self/mountinfo: the hidepid and cgroup2 readers, and the field unescape.
-            std::hint::black_box(owners::hidepid_of(&text, std::path::Path::new("/proc")));
-            std::hint::black_box(sys::cgroup::cgroup2_mount(&text));
+            std::hint::black_box(mountinfo::hidepid_of(&text, b"/proc"));
+            std::hint::black_box(mountinfo::cgroup2_mount(&text));
             for field in text.split([' ', '\n']) {
-                assert!(sys::unescape_mountinfo(field).len() <= field.len());
+                assert!(mountinfo::unescape(field).len() <= field.len());
             }
         }
         3 => {
             // /proc/PID/cgroup: the container a zone is named after.
-            for path in zone::cgroup_paths(&text) {
+            for path in sockstat_wire::cgroup::paths(&text) {
                 let Some(c) = zone::container_from_cgroup(path) else {
                     continue;
                 };

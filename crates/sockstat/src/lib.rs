@@ -82,6 +82,7 @@ pub mod diagnose;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod join;
 pub mod model;
 pub mod ports;
 pub mod query;
@@ -92,7 +93,7 @@ pub mod sysctl;
 pub mod trace;
 pub mod zone;
 
-pub use error::Error;
+pub use error::{Error, ErrorKind, SysError};
 pub use model::tcp::{Memory, TcpDetails};
 pub use model::{
     Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Severity, Snapshot, SockType,

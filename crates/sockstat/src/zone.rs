@@ -268,26 +268,6 @@ fn unescape_systemd(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The cgroup paths of `/proc/PID/cgroup`: the cgroup2 line (`0::/path`) first, then the v1
-/// lines' paths.
-pub fn cgroup_paths(text: &str) -> Vec<&str> {
-    let mut v2 = Vec::new();
-    let mut v1 = Vec::new();
-    for line in text.lines() {
-        let mut f = line.splitn(3, ':');
-        let (Some(id), Some(_ctl), Some(path)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        if id == "0" {
-            v2.push(path);
-        } else {
-            v1.push(path);
-        }
-    }
-    v2.extend(v1);
-    v2
-}
-
 /// The container name in Docker's `config.v2.json` (`"Name":"/web-1"`), without the slash.
 pub fn docker_name(config_v2_json: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(config_v2_json).ok()?;
@@ -410,7 +390,7 @@ mod tests {
     fn cgroup_file_v2_first() {
         let t = "12:memory:/docker/abc\n0::/system.slice/x.service\n";
         assert_eq!(
-            cgroup_paths(t),
+            sockstat_wire::cgroup::paths(t),
             vec!["/system.slice/x.service", "/docker/abc"]
         );
     }

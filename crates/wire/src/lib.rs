@@ -16,12 +16,15 @@ mod error;
 
 pub mod btf;
 pub mod bytecode;
+pub mod cgroup;
 pub mod fd_link;
 pub mod inet_diag;
 pub mod meminfo;
+pub mod mountinfo;
 pub mod netlink;
 pub mod packet_diag;
 pub mod proc_net;
+pub mod proc_pid;
 pub mod snmp;
 pub mod sysctl;
 pub mod task_file;

@@ -56,6 +56,9 @@ warning_codes! {
     OwnersHidden => "owners-hidden",
     /// The owner scan failed as a whole: no socket has its holders.
     OwnersUnavailable => "owners-unavailable",
+    /// Some processes' fd tables could not be read for another reason than privileges (too
+    /// many open files, no memory): sockets they hold may show no holder.
+    OwnersIncomplete => "owners-incomplete",
     /// `--owner-scan bpf` could not run; /proc was scanned instead.
     OwnerScanBpfUnavailable => "owner-scan-bpf-unavailable",
     /// Some processes' arguments could not be read in time (locked memory map).

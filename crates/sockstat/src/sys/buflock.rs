@@ -11,6 +11,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::diagnose::BufLock;
+use crate::error::{ErrorKind, SysError};
 
 /// `SO_COOKIE` and `SO_BUF_LOCK` (include/uapi/asm-generic/socket.h; the architectures with
 /// their own numbering are excluded below).
@@ -18,16 +19,6 @@ const SO_COOKIE: libc::c_int = 57;
 const SO_BUF_LOCK: libc::c_int = 72;
 const SOCK_SNDBUF_LOCK: u32 = 1;
 const SOCK_RCVBUF_LOCK: u32 = 2;
-
-/// Why a lock could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BufLockError(pub String);
-
-impl std::fmt::Display for BufLockError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 fn getsockopt_raw<T: Copy + Default>(fd: &OwnedFd, name: libc::c_int) -> std::io::Result<T> {
     let mut v = T::default();
@@ -56,22 +47,29 @@ fn getsockopt_raw<T: Copy + Default>(fd: &OwnedFd, name: libc::c_int) -> std::io
     target_arch = "sparc",
     target_arch = "sparc64"
 )))]
-pub fn read(pid: u32, fd: u32, cookie: u64) -> Result<BufLock, BufLockError> {
+pub fn read(pid: u32, fd: u32, cookie: u64) -> Result<BufLock, SysError> {
     use rustix::process::{pidfd_getfd, pidfd_open, Pid, PidfdFlags, PidfdGetfdFlags};
-    let err = |what: &str, e: &dyn std::fmt::Display| {
-        BufLockError(format!("pid {pid} fd {fd}: {what}: {e}"))
-    };
-    let raw_pid = i32::try_from(pid).map_err(|e| err("pid", &e))?;
-    let pid_t = Pid::from_raw(raw_pid).ok_or_else(|| err("pid", &"zero"))?;
-    let pidfd = pidfd_open(pid_t, PidfdFlags::empty()).map_err(|e| err("pidfd_open", &e))?;
-    let raw_fd = i32::try_from(fd).map_err(|e| err("fd", &e))?;
+    let err =
+        |what: &str, e: std::io::Error| SysError::new(format!("pid {pid} fd {fd}: {what}"), e);
+    let invalid =
+        |why: String| SysError::other(format!("pid {pid} fd {fd}"), ErrorKind::Invalid, why);
+    let pid_t = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| invalid(format!("no such pid {pid}")))?;
+    let pidfd = pidfd_open(pid_t, PidfdFlags::empty()).map_err(|e| err("pidfd_open", e.into()))?;
+    let raw_fd = i32::try_from(fd).map_err(|_| invalid(format!("no such fd {fd}")))?;
     let dup = pidfd_getfd(&pidfd, raw_fd, PidfdGetfdFlags::empty())
-        .map_err(|e| err("pidfd_getfd", &e))?;
-    let got: u64 = getsockopt_raw(&dup, SO_COOKIE).map_err(|e| err("SO_COOKIE", &e))?;
+        .map_err(|e| err("pidfd_getfd", e.into()))?;
+    let got: u64 = getsockopt_raw(&dup, SO_COOKIE).map_err(|e| err("SO_COOKIE", e))?;
     if got != cookie {
-        return Err(err("fd now holds another socket", &got));
+        return Err(SysError::other(
+            format!("pid {pid} fd {fd}"),
+            ErrorKind::Gone,
+            format!("the fd now holds another socket (cookie {got})"),
+        ));
     }
-    let locks: u32 = getsockopt_raw(&dup, SO_BUF_LOCK).map_err(|e| err("SO_BUF_LOCK", &e))?;
+    let locks: u32 = getsockopt_raw(&dup, SO_BUF_LOCK).map_err(|e| err("SO_BUF_LOCK", e))?;
     drop(dup);
     Ok(BufLock {
         sndbuf: locks & SOCK_SNDBUF_LOCK != 0,
@@ -86,10 +84,12 @@ pub fn read(pid: u32, fd: u32, cookie: u64) -> Result<BufLock, BufLockError> {
     target_arch = "sparc",
     target_arch = "sparc64"
 ))]
-pub fn read(pid: u32, fd: u32, _cookie: u64) -> Result<BufLock, BufLockError> {
-    Err(BufLockError(format!(
-        "pid {pid} fd {fd}: exact lock reading is not supported on this architecture"
-    )))
+pub fn read(pid: u32, fd: u32, _cookie: u64) -> Result<BufLock, SysError> {
+    Err(SysError::other(
+        format!("pid {pid} fd {fd}"),
+        ErrorKind::Unsupported,
+        "exact lock reading is not supported on this architecture",
+    ))
 }
 
 #[cfg(test)]

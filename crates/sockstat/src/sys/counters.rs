@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use sockstat_wire::snmp;
 
 use crate::counters::CounterSet;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind, SysError};
 use crate::model::{Warning, WarningCode};
 
 /// The counters, with a warning for each optional file that was missing.
@@ -72,9 +72,7 @@ fn read_optional(path: &Path) -> Result<Option<String>, Error> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Proc {
-            message: format!("cannot read {}: {e}", path.display()),
-        }),
+        Err(e) => Err(Error::proc(path, e)),
     }
 }
 
@@ -82,20 +80,21 @@ fn read_optional(path: &Path) -> Result<Option<String>, Error> {
 /// (a warning says so).
 pub fn read(paths: &ProcPaths) -> Result<CounterRead, Error> {
     let net = &paths.net;
-    let snmp = read_optional(&net.join("snmp"))?.ok_or_else(|| Error::Proc {
-        message: format!(
-            "cannot read {}: no such file (is {} in a proc filesystem?)",
-            net.join("snmp").display(),
-            net.display()
-        ),
+    let snmp = read_optional(&net.join("snmp"))?.ok_or_else(|| {
+        Error::Proc(SysError::other(
+            format!("cannot read {}", net.join("snmp").display()),
+            ErrorKind::Gone,
+            format!("no such file (is {} in a proc filesystem?)", net.display()),
+        ))
     })?;
     let netstat = read_optional(&net.join("netstat"))?;
     let snmp6 = read_optional(&net.join("snmp6"))?;
     let set =
         CounterSet::parse(Some(&snmp), netstat.as_deref(), snmp6.as_deref()).map_err(|e| {
-            Error::Proc {
-                message: e.to_string(),
-            }
+            Error::Proc(SysError::new(
+                format!("cannot parse {}", net.join(e.file).display()),
+                io::Error::new(io::ErrorKind::InvalidData, e.message),
+            ))
         })?;
     let mut warnings = Vec::new();
     if netstat.is_none() {
@@ -179,7 +178,8 @@ mod tests {
         assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
         std::fs::write(dir.path().join("net/netstat"), "TcpExt: TW\nTcpExt: x\n").unwrap();
         let e = read(&paths).unwrap_err();
-        assert!(e.to_string().contains("/proc/net/netstat"), "{e}");
+        assert!(e.to_string().contains("/net/netstat: "), "{e}");
+        assert_eq!(e.kind(), crate::ErrorKind::Invalid);
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
                     if q.source == Source::Netlink && !fallback_expected(t, &e) {
                         return Err(Error::Dump {
                             what: t.key(),
-                            message: e.to_string(),
+                            source: e,
                         });
                     }
                     if !fallback_expected(t, &e) {

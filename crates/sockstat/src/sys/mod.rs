@@ -18,6 +18,7 @@ use crate::model::{counted, WarningCode};
 use std::collections::HashSet;
 
 use crate::error::Error;
+use crate::join::{self, OwnerIndex, Unseen};
 use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
 use crate::query::{Query, Source};
 
@@ -58,9 +59,11 @@ pub(crate) fn collect_in(
             let prepared = prepare();
             let scan = scanner.join().unwrap_or_else(|_| {
                 (
-                    Err(owners::ScanError {
-                        message: "the owner scan thread panicked".into(),
-                    }),
+                    Err(crate::error::SysError::other(
+                        "the owner scan",
+                        crate::error::ErrorKind::Bug,
+                        "its thread panicked",
+                    )),
                     None,
                 )
             });
@@ -105,7 +108,7 @@ pub(crate) fn collect_in(
             snap.warnings.push(Warning {
                 code: WarningCode::OwnersUnavailable,
                 count: None,
-                message: format!("no process information: {}", e.message),
+                message: format!("no process information: {e}"),
                 details: vec![],
             });
         }
@@ -128,22 +131,29 @@ pub(crate) fn collect_in(
                         .collect(),
                 });
             }
-            let hidepid = owners::hidepid_hides_others(&q.proc_root);
-            join_owners(&mut sockets, &scan, hidepid.as_ref());
+            let unseen = Unseen {
+                unreadable: scan.unreadable,
+                failed: scan
+                    .failed
+                    .iter()
+                    .map(|(pid, uid, e)| (*pid, *uid, std::io::Error::from(*e).to_string()))
+                    .collect(),
+                hidepid: owners::hidepid_hides_others(&q.proc_root),
+                euid: rustix::process::geteuid().as_raw(),
+            };
+            let index = OwnerIndex::new(scan.holders);
+            join::join(&mut sockets, &index, &unseen);
             snap.processes = scan.processes;
-            let hidden = sockets
-                .iter()
-                .filter(|s| s.owners_status == OwnersStatus::Hidden)
-                .count();
-            if hidden > 0 {
-                snap.warnings
-                    .push(hidden_warning(hidden, &scan.unreadable, hidepid.as_ref()));
-            }
+            snap.warnings.extend(join::warnings(
+                &sockets,
+                &unseen,
+                rustix::process::geteuid().is_root(),
+            ));
         }
     }
 
-    apply_owner_filters(q, &mut sockets, &snap);
-    order_ties_by_owner(&mut sockets);
+    join::apply_owner_filters(q, &mut sockets, &snap);
+    join::order_ties_by_owner(&mut sockets);
 
     let referenced: rustc_hash::FxHashSet<u32> = sockets
         .iter()
@@ -211,7 +221,7 @@ fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
     if wanted.is_empty() {
         return;
     }
-    let all = cgroup::id_paths(&mount);
+    let (all, unlisted) = cgroup::id_paths(&mount);
     let mut missing = 0;
     for id in wanted {
         match all.get(&id) {
@@ -222,15 +232,26 @@ fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
         }
     }
     if missing > 0 {
-        snap.warnings.push(Warning {
-            code: WarningCode::CgroupUnknown,
-            count: Some(missing),
-            message: format!(
-                "{missing} cgroup ids of sockets have no directory under {} (removed since the socket was made, or in another cgroup namespace)",
-                mount.display()
-            ),
-            details: vec![],
-        });
+        let why = if unlisted.is_empty() {
+            "removed since the socket was made, or in another cgroup namespace".to_string()
+        } else {
+            format!(
+                "{} could not be listed (-v for which), or the cgroups were removed since the \
+                 socket was made",
+                counted(unlisted.len(), "directory", "directories")
+            )
+        };
+        snap.warnings.push(
+            Warning::new(
+                WarningCode::CgroupUnknown,
+                format!(
+                    "{missing} cgroup ids of sockets have no directory under {} ({why})",
+                    mount.display()
+                ),
+            )
+            .count(missing)
+            .details(unlisted),
+        );
     }
 }
 
@@ -306,131 +327,6 @@ fn gather_zones(
     }
     all.warnings.append(&mut warnings);
     Ok((all, zones))
-}
-
-/// Attaches every holder to its socket and decides the owners status of the rest.
-/// Joins the scan to the sockets. A socket with no visible holder is `Hidden` when it may belong
-/// to a process we could not read: one whose fds were unreadable (same uid, or uid unknown), or,
-/// under a `hidepid` /proc that hides other users' processes from us, any socket not of our uid.
-fn join_owners(sockets: &mut [Socket], scan: &owners::Scan, hidepid: Option<&owners::HidePid>) {
-    let unreadable_uids: HashSet<Option<u32>> = scan.unreadable.iter().map(|(_, u)| *u).collect();
-    let h = &scan.holders;
-    for s in sockets.iter_mut() {
-        let Some(id) = s.id else {
-            s.owners_status = OwnersStatus::None;
-            continue;
-        };
-        let start = h.partition_point(|x| x.inode < id);
-        let end = start + h[start..].partition_point(|x| x.inode == id);
-        if end > start {
-            s.owners = h[start..end].iter().map(|x| x.owner).collect();
-            s.owners_status = OwnersStatus::Known;
-        } else if (!unreadable_uids.is_empty()
-            && (unreadable_uids.contains(&None) || unreadable_uids.contains(&s.uid)))
-            || hidepid.is_some_and(|h| s.uid != Some(h.euid))
-        {
-            // A process we could not read (or, under hidepid, could not even see) runs as this
-            // socket's uid: it may well hold it.
-            s.owners_status = OwnersStatus::Hidden;
-        } else {
-            s.owners_status = OwnersStatus::None;
-        }
-    }
-}
-
-fn hidden_warning(
-    hidden: usize,
-    unreadable: &[(u32, Option<u32>)],
-    hidepid: Option<&owners::HidePid>,
-) -> Warning {
-    let euid = rustix::process::geteuid();
-    let details: Vec<String> = unreadable
-        .iter()
-        .map(|(pid, uid)| match uid {
-            Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
-            None => format!("pid {pid}: /proc/{pid}/fd not readable"),
-        })
-        .collect();
-    if let Some(h) = hidepid {
-        return Warning {
-            code: WarningCode::OwnersHidden,
-            count: Some(hidden as u64),
-            message: format!(
-                "{} may belong to processes whose owners are hidden: {} is mounted \
-                 with {}, which hides other users' processes from uid {}; run as root, or give \
-                 sockstat CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see README), to see their owners",
-                counted(hidden, "socket", "sockets"),
-                h.mount_point.display(),
-                h.option,
-                h.euid
-            ),
-            details,
-        };
-    }
-    let how = if euid.is_root() {
-        "even root may not read their /proc/PID/fd here (ptrace access denied: Yama, a \
-         security module or a user namespace boundary)"
-            .to_string()
-    } else {
-        format!(
-            "uid {} may not read their /proc/PID/fd; run as root, or give sockstat \
-             CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see README), to see their owners",
-            euid.as_raw()
-        )
-    };
-    Warning {
-        code: WarningCode::OwnersHidden,
-        count: Some(hidden as u64),
-        message: format!(
-            "{} may belong to {} whose owners are hidden: {how}",
-            counted(hidden, "socket", "sockets"),
-            counted(unreadable.len(), "process", "processes")
-        ),
-        details,
-    }
-}
-
-/// `--pid`, `--user`, `--command`: keep the holders that match; drop sockets left with none,
-/// except that `--user` alone also keeps sockets with no known holder whose kernel uid matches.
-fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot) {
-    if !q.filters_owners() {
-        return;
-    }
-    let only_user = q.pids.is_none() && q.command.is_none();
-    sockets.retain_mut(|s| {
-        if s.owners.is_empty() {
-            return only_user && q.uid.is_some() && s.uid == q.uid;
-        }
-        s.owners
-            .retain(|o| q.matches_owner(o, snap.processes.get(&o.pid)));
-        !s.owners.is_empty()
-    });
-}
-
-/// Sockets with the same zone, protocol and addresses (SO_REUSEPORT groups, several UDP sockets
-/// on one port) are ordered by their first holder's pid and fd once holders are known; the
-/// address sort ran before, in parallel with the scan, with only ids to break ties.
-fn order_ties_by_owner(sockets: &mut [Socket]) {
-    let same = |a: &Socket, b: &Socket| {
-        a.netns == b.netns
-            && a.proto == b.proto
-            && a.family == b.family
-            && a.local == b.local
-            && a.remote == b.remote
-    };
-    let mut start = 0;
-    while start < sockets.len() {
-        let mut end = start + 1;
-        while end < sockets.len() && same(&sockets[start], &sockets[end]) {
-            end += 1;
-        }
-        if end - start > 1 {
-            sockets[start..end].sort_by(|a, b| {
-                (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
-            });
-        }
-        start = end;
-    }
 }
 
 /// The part of the output order that fits in integers: zone rank, protocol and family, and the
@@ -607,32 +503,6 @@ pub fn sort_sockets(
     }
 }
 
-/// A mount point or root as `/proc/PID/mountinfo` writes it: space, tab, newline and backslash
-/// escaped as `\ooo`. Anything that is not a whole, byte-sized octal escape is kept as it is.
-pub(crate) fn unescape_mountinfo(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let code = b.get(i + 1..i + 4).filter(|_| b[i] == b'\\').and_then(|d| {
-            let digit = |c: u8| (b'0'..=b'7').contains(&c).then(|| u32::from(c - b'0'));
-            let v = digit(d[0])? * 64 + digit(d[1])? * 8 + digit(d[2])?;
-            u8::try_from(v).ok()
-        });
-        match code {
-            Some(c) => {
-                out.push(c);
-                i += 4;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// `AT_PAGESZ`: the page size, in the auxiliary vector.
 pub(crate) const AT_PAGESZ: u64 = 6;
 /// `AT_CLKTCK`: clock ticks per second (`USER_HZ`) as `/proc` reports times in.
@@ -649,23 +519,6 @@ pub(crate) fn auxv(key: u64) -> Option<u64> {
         v[..w].copy_from_slice(&e[w..]);
         (u64::from_ne_bytes(k) == key).then(|| u64::from_ne_bytes(v))
     })
-}
-
-#[cfg(test)]
-mod mountinfo_tests {
-    use super::unescape_mountinfo;
-
-    #[test]
-    fn octal_escapes_and_what_is_not_one() {
-        assert_eq!(unescape_mountinfo(r"/tmp/my\040proc"), b"/tmp/my proc");
-        assert_eq!(unescape_mountinfo(r"a\011b\012c\134"), b"a\tb\nc\\");
-        // Cut short at the end, not octal, or above a byte: kept as written (the old copies
-        // read past the end or overflowed here).
-        assert_eq!(unescape_mountinfo(r"x\04"), br"x\04");
-        assert_eq!(unescape_mountinfo(r"x\"), br"x\");
-        assert_eq!(unescape_mountinfo(r"x\089"), br"x\089");
-        assert_eq!(unescape_mountinfo(r"x\777"), br"x\777");
-    }
 }
 
 #[cfg(test)]

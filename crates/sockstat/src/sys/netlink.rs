@@ -43,6 +43,16 @@ impl std::fmt::Display for DumpError {
     }
 }
 
+impl std::error::Error for DumpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DumpError::Io(e) => Some(e),
+            DumpError::Kernel(_) => None,
+            DumpError::Decode(e) => Some(e),
+        }
+    }
+}
+
 impl DumpError {
     /// The errno, when the failure has one.
     pub fn errno(&self) -> Option<i32> {

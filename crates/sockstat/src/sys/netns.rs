@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 use sockstat_wire::fd_link::netns_inode;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind, SysError};
 use crate::model::{Warning, WarningCode};
 use crate::query::ZoneSelect;
 use crate::sample::Reach;
@@ -237,7 +237,7 @@ fn name_zone(
         let Ok(text) = std::fs::read_to_string(proc_root.join(format!("{pid}/cgroup"))) else {
             continue;
         };
-        let Some(c) = zone::cgroup_paths(&text)
+        let Some(c) = sockstat_wire::cgroup::paths(&text)
             .into_iter()
             .find_map(zone::container_from_cgroup)
         else {
@@ -312,27 +312,39 @@ fn short(id: &str) -> String {
 
 /// Runs `work` on a thread that has joined the namespace of `target` (or on this thread for
 /// this process's own namespace). `Err` means the namespace could not be joined.
-pub fn run_in<T: Send>(target: &ZoneTarget, work: impl FnOnce() -> T + Send) -> Result<T, String> {
+pub fn run_in<T: Send>(
+    target: &ZoneTarget,
+    work: impl FnOnce() -> T + Send,
+) -> Result<T, SysError> {
     if target.own {
         return Ok(work());
     }
-    let path = target
-        .enter
-        .as_ref()
-        .ok_or_else(|| "no file to enter it through".to_string())?;
+    let path = target.enter.as_ref().ok_or_else(|| {
+        SysError::other(
+            "cannot join it",
+            ErrorKind::Unsupported,
+            "no file to enter it through",
+        )
+    })?;
     let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        .map_err(|e| SysError::new(format!("cannot open {}", path.display()), e))?;
     std::thread::scope(|s| {
         s.spawn(move || {
             rustix::thread::move_into_link_name_space(
                 rustix::fd::AsFd::as_fd(&fd),
                 Some(rustix::thread::LinkNameSpaceType::Network),
             )
-            .map_err(|e| format!("cannot join it: {e} (needs CAP_SYS_ADMIN over it)"))?;
+            .map_err(|e| SysError::new("cannot join it (needs CAP_SYS_ADMIN over it)", e))?;
             Ok(work())
         })
         .join()
-        .unwrap_or_else(|_| Err("the namespace thread panicked".into()))
+        .unwrap_or_else(|_| {
+            Err(SysError::other(
+                "reading it",
+                ErrorKind::Bug,
+                "the namespace thread panicked",
+            ))
+        })
     })
 }
 
@@ -369,13 +381,12 @@ pub fn select(proc_root: &Path, select: &ZoneSelect) -> Result<Option<SelectedZo
 /// Runs `work` with the paths of zone `t`'s counter files and sysctls: on a thread that joined
 /// it (`/proc/thread-self/net`, `/proc/sys` read from that thread), on this thread for this
 /// process's own namespace, or, when joining is not permitted, here with the paths of a member
-/// process (counters only: [`Reach::Member`]). `Err` (why) when the zone cannot be reached at
-/// all.
+/// process (counters only: [`Reach::Member`]). `Err` when the zone cannot be reached at all.
 pub fn in_zone<T: Send>(
     t: &ZoneTarget,
     proc_root: &Path,
     work: impl Fn(&ProcPaths) -> T + Send + Sync,
-) -> Result<(T, Reach), String> {
+) -> Result<(T, Reach), SysError> {
     let paths = if t.own {
         ProcPaths::new(proc_root)
     } else {
@@ -386,9 +397,12 @@ pub fn in_zone<T: Send>(
         Err(why) => match t.member {
             Some(pid) => Ok((
                 work(&ProcPaths::member(proc_root, pid)),
-                Reach::Member(pid, why),
+                Reach::Member(pid, why.to_string()),
             )),
-            None => Err(format!("{why}; no visible process in it")),
+            None => Err(SysError::new(
+                format!("{}; no visible process in it", why.what),
+                why.source,
+            )),
         },
     }
 }

@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use rustix::fs::{Mode, OFlags, RawDir};
 use rustix::io::Errno;
 use sockstat_wire::fd_link::socket_inode;
+use sockstat_wire::{mountinfo, proc_pid};
 
+use crate::error::{ErrorKind, SysError};
 use crate::model::{Owner, Process, RawString};
 use crate::query::Query;
 
@@ -34,14 +36,8 @@ const DIRENT_BUF: usize = 32 * 1024;
 /// longer is not a socket (readlinkat truncates silently, and a truncated path never matches).
 const LINK_BUF: usize = 64;
 
-/// One socket fd found by the scan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Holder {
-    /// Socket inode.
-    pub inode: u64,
-    /// Who holds it.
-    pub owner: Owner,
-}
+use crate::join::HidePid;
+pub use crate::join::Holder;
 
 /// The result of a scan.
 #[derive(Debug, Default)]
@@ -52,18 +48,14 @@ pub struct Scan {
     pub processes: HashMap<u32, Process>,
     /// Processes whose fds could not be read (permission), with their uid when known.
     pub unreadable: Vec<(u32, Option<u32>)>,
+    /// Processes whose fds could not be read for another reason than privileges or their exit
+    /// (too many open files, no memory), with their uid when known and the error.
+    pub failed: Vec<(u32, Option<u32>, Errno)>,
     /// Processes visited.
     pub visited: usize,
     /// Processes whose arguments (`-a`) could not be read within the budget: their memory map
     /// is locked (a process stuck in a page fault on a hung NFS or FUSE file, for one).
     pub args_stuck: Vec<u32>,
-}
-
-/// Errors that stop the scan as a whole (per-process trouble never does).
-#[derive(Debug)]
-pub struct ScanError {
-    /// What failed.
-    pub message: String,
 }
 
 struct Worker<'a> {
@@ -74,13 +66,15 @@ struct Worker<'a> {
     holders: Vec<Holder>,
     processes: Vec<Process>,
     unreadable: Vec<(u32, Option<u32>)>,
+    failed: Vec<(u32, Option<u32>, Errno)>,
     visited: usize,
 }
 
 /// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads.
-pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, ScanError> {
-    let (proc_fd, pids) =
-        open_and_list(proc_root, query).map_err(|message| ScanError { message })?;
+///
+/// Errors stop the scan as a whole (per-process trouble never does).
+pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, SysError> {
+    let (proc_fd, pids) = open_and_list(proc_root, query)?;
     let cursor = AtomicUsize::new(0);
     let threads = threads.clamp(1, 8).min(pids.len().max(1));
     let args = query.args.then(ArgsReader::new);
@@ -106,8 +100,12 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
             .map(|h| h.join())
             .collect::<Result<Vec<_>, _>>()
     })
-    .map_err(|_| ScanError {
-        message: "an owner scan thread panicked; process columns are incomplete".into(),
+    .map_err(|_| {
+        SysError::other(
+            "the owner scan",
+            ErrorKind::Bug,
+            "a scan thread panicked; process columns are incomplete",
+        )
     })?;
     let total: usize = workers.iter().map(|w| w.holders.len()).sum();
     let mut out = Scan {
@@ -117,6 +115,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
     for w in workers {
         out.holders.extend_from_slice(&w.holders);
         out.unreadable.extend(w.unreadable);
+        out.failed.extend(w.failed);
         out.visited += w.visited;
         for p in w.processes {
             out.processes.insert(p.pid, p);
@@ -124,6 +123,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
     }
     out.holders.sort_unstable();
     out.unreadable.sort_unstable();
+    out.failed.sort_unstable_by_key(|f| f.0);
     if let Some(args) = args {
         out.args_stuck = args.finish(&mut out.processes, ARGS_BUDGET);
     }
@@ -133,7 +133,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sca
 /// The owner scan `query.owner_scan` asks for: the BPF iterator where it can run (see
 /// [`scan_bpf`]), else [`scan`]. The second value says why a requested BPF scan (`Bpf`, not
 /// `Auto`) did not run.
-pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, ScanError>, Option<String>) {
+pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, SysError>, Option<SysError>) {
     use crate::query::OwnerScan;
     if query.owner_scan == OwnerScan::Proc
         || (query.owner_scan == OwnerScan::Auto && !many_open_files())
@@ -143,7 +143,7 @@ pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, ScanError>, Opti
     match scan_bpf(&query.proc_root, query) {
         Ok(s) => (Ok(s), None),
         Err(why) => {
-            let why = (query.owner_scan == OwnerScan::Bpf).then_some(why.0);
+            let why = (query.owner_scan == OwnerScan::Bpf).then_some(why);
             (scan(&query.proc_root, query, threads), why)
         }
     }
@@ -168,10 +168,11 @@ fn many_open_files() -> bool {
 /// the kernel lists every socket fd, and `/proc/PID` is read only for the identity (command,
 /// uid, arguments) of processes that hold sockets. Runs only where the iterator's pids are the
 /// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace.
-pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile::Unavailable> {
-    use super::taskfile::Unavailable;
+pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, SysError> {
+    let unsupported =
+        |why: String| SysError::other("the BPF owner scan", ErrorKind::Unsupported, why);
     if proc_root != Path::new("/proc") {
-        return Err(Unavailable(format!(
+        return Err(unsupported(format!(
             "{} is not /proc: the iterator's pids would not match it",
             proc_root.display()
         )));
@@ -179,29 +180,22 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     // NSpid lists this process's pid from /proc's namespace down to its own: one field means
     // they are the same namespace, the one the iterator numbers pids in.
     let status = std::fs::read("/proc/self/status")
-        .map_err(|e| Unavailable(format!("cannot read /proc/self/status: {e}")))?;
-    let nspid_fields = status
-        .split(|&b| b == b'\n')
-        .find(|l| l.starts_with(b"NSpid:"))
-        .map(|l| {
-            l[6..]
-                .split(|&b| b == b'\t' || b == b' ')
-                .filter(|f| !f.is_empty())
-                .count()
-        });
-    if nspid_fields.is_some_and(|n| n != 1) {
-        return Err(Unavailable(
+        .map_err(|e| SysError::new("cannot read /proc/self/status", e))?;
+    if proc_pid::nspid_depth(&status).is_some_and(|n| n != 1) {
+        return Err(unsupported(
             "/proc belongs to an outer pid namespace: the iterator's pids would not match it"
                 .into(),
         ));
     }
     if !rustix::process::geteuid().is_root() && !has_bpf_caps(&status) {
-        return Err(Unavailable(
-            "needs CAP_BPF and CAP_PERFMON (or root)".into(),
+        return Err(SysError::other(
+            "the BPF owner scan",
+            ErrorKind::Denied,
+            "needs CAP_BPF and CAP_PERFMON (or root)",
         ));
     }
     // Listed before the iterator runs: a process that starts in between is the iterator's.
-    let (proc_fd, listed) = open_and_list(proc_root, query).map_err(Unavailable)?;
+    let (proc_fd, listed) = open_and_list(proc_root, query)?;
     let records = super::taskfile::records()?;
     test_pause_after_iterator();
     let wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
@@ -286,6 +280,8 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
     }
     let mut unreadable = w.unreadable;
     unreadable.sort_unstable();
+    let mut failed = w.failed;
+    failed.sort_unstable_by_key(|f| f.0);
     holders.sort_unstable();
     holders.dedup();
     let visited = seen.len() + w.visited;
@@ -297,6 +293,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, super::taskfile
         holders,
         processes,
         unreadable,
+        failed,
         visited,
         args_stuck,
     })
@@ -369,31 +366,13 @@ impl StartClock {
 fn read_start_ticks(pdir: &OwnedFd) -> Option<u64> {
     let mut buf = [0u8; 1024];
     let n = read_at(pdir, c"stat", &mut buf)?;
-    parse_start_ticks(&buf[..n])
-}
-
-pub(crate) fn parse_start_ticks(stat: &[u8]) -> Option<u64> {
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    // After ')': field 3 (state) is the first; starttime is field 22.
-    rest.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
+    proc_pid::start_ticks(&buf[..n])
 }
 
 /// CAP_BPF (39) and CAP_PERFMON (38), or CAP_SYS_ADMIN (21), in `CapEff` of a status file.
 pub(crate) fn has_bpf_caps(status: &[u8]) -> bool {
-    cap_eff(status)
+    proc_pid::cap_eff(status)
         .is_some_and(|c| c & (1 << 21) != 0 || (c & (1 << 38) != 0 && c & (1 << 39) != 0))
-}
-
-/// A `/proc` mounted with `hidepid` that hides other users' processes from this process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HidePid {
-    /// Where that proc is mounted.
-    pub mount_point: std::path::PathBuf,
-    /// The option as mounted (`hidepid=2`, `hidepid=invisible`, ...).
-    pub option: String,
-    /// Our effective uid: its own processes stay visible.
-    pub euid: u32,
 }
 
 /// CAP_SYS_PTRACE: with it, hidepid hides nothing (`has_pid_permissions` is a ptrace check).
@@ -401,75 +380,40 @@ const CAP_SYS_PTRACE: u32 = 19;
 
 /// Whether `proc_root` is a proc mount whose `hidepid` option hides (or closes) other users'
 /// processes from us: not when we have CAP_SYS_PTRACE, nor when we are in its `gid=` group.
-pub fn hidepid_hides_others(proc_root: &Path) -> Option<HidePid> {
+/// When the mount table cannot be read it cannot be told: [`HidePid::Unknown`] says why.
+pub fn hidepid_hides_others(proc_root: &Path) -> HidePid {
     let status = std::fs::read("/proc/self/status")
         .or_else(|_| std::fs::read(proc_root.join("self/status")))
         .unwrap_or_default();
-    if cap_eff(&status).is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0) {
-        return None;
+    if proc_pid::cap_eff(&status).is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0) {
+        return HidePid::No;
     }
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+    let mountinfo = match std::fs::read_to_string("/proc/self/mountinfo")
         .or_else(|_| std::fs::read_to_string(proc_root.join("self/mountinfo")))
-        .ok()?;
-    let root = std::fs::canonicalize(proc_root).ok()?;
-    let (option, gid) = hidepid_of(&mountinfo, &root)?;
+    {
+        Ok(t) => t,
+        Err(e) => return HidePid::Unknown(format!("cannot read /proc/self/mountinfo: {e}")),
+    };
+    let root = match std::fs::canonicalize(proc_root) {
+        Ok(r) => r,
+        Err(e) => return HidePid::Unknown(format!("cannot resolve {}: {e}", proc_root.display())),
+    };
+    let Some((option, gid)) =
+        mountinfo::hidepid_of(&mountinfo, root.as_os_str().as_encoded_bytes())
+    else {
+        return HidePid::No;
+    };
     if let Some(gid) = gid {
         let mut groups = rustix::process::getgroups().unwrap_or_default();
         groups.push(rustix::process::getegid());
         if groups.iter().any(|g| g.as_raw() == gid) {
-            return None;
+            return HidePid::No;
         }
     }
-    Some(HidePid {
+    HidePid::Hides {
         mount_point: root,
         option,
-        euid: rustix::process::geteuid().as_raw(),
-    })
-}
-
-/// The effective capability mask from `/proc/self/status`.
-pub(crate) fn cap_eff(status: &[u8]) -> Option<u64> {
-    let line = status
-        .split(|&b| b == b'\n')
-        .find(|l| l.starts_with(b"CapEff:"))?;
-    let hex = std::str::from_utf8(&line[7..]).ok()?.trim();
-    u64::from_str_radix(hex, 16).ok()
-}
-
-/// The `hidepid` option (when it hides anything) and `gid=` of the proc mount at `mount_point`
-/// (the last one listed there, which is the one on top), from `/proc/self/mountinfo` text.
-pub(crate) fn hidepid_of(mountinfo: &str, mount_point: &Path) -> Option<(String, Option<u32>)> {
-    let want = mount_point.as_os_str().as_encoded_bytes();
-    let mut found = None;
-    for line in mountinfo.lines() {
-        // id parent major:minor root mount-point options [optional...] - fstype source super
-        let mut halves = line.splitn(2, " - ");
-        let (Some(left), Some(right)) = (halves.next(), halves.next()) else {
-            continue;
-        };
-        let left: Vec<&str> = left.split(' ').collect();
-        let right: Vec<&str> = right.split(' ').collect();
-        if left.len() < 6 || right.first() != Some(&"proc") {
-            continue;
-        }
-        if super::unescape_mountinfo(left[4]) != want {
-            continue;
-        }
-        let opts = right.get(2).copied().unwrap_or("");
-        let mut hide = None;
-        let mut gid = None;
-        for o in opts.split(',').chain(left[5].split(',')) {
-            if let Some(v) = o.strip_prefix("hidepid=") {
-                if !matches!(v, "0" | "off") {
-                    hide = Some(o.to_string());
-                }
-            } else if let Some(v) = o.strip_prefix("gid=") {
-                gid = v.parse().ok();
-            }
-        }
-        found = Some(hide.map(|h| (h, gid)));
     }
-    found.flatten()
 }
 
 /// The numeric entries of /proc: only those are processes (`self`, `thread-self` and the rest
@@ -480,28 +424,13 @@ pub(crate) fn list_pids(proc_fd: &OwnedFd) -> rustix::io::Result<Vec<u32>> {
     let mut pids = Vec::with_capacity(1024);
     while let Some(entry) = dir.next() {
         let entry = entry?;
-        if let Some(pid) = parse_decimal(entry.file_name().to_bytes()) {
+        if let Some(pid) = proc_pid::decimal(entry.file_name().to_bytes()) {
             if pid > 0 && pid <= u64::from(u32::MAX) {
                 pids.push(pid as u32);
             }
         }
     }
     Ok(pids)
-}
-
-/// A non-empty all-digit name, as a number.
-fn parse_decimal(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 19 {
-        return None;
-    }
-    let mut n: u64 = 0;
-    for &c in b {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        n = n * 10 + u64::from(c - b'0');
-    }
-    Some(n)
 }
 
 impl<'a> Worker<'a> {
@@ -514,6 +443,7 @@ impl<'a> Worker<'a> {
             holders: Vec::new(),
             processes: Vec::new(),
             unreadable: Vec::new(),
+            failed: Vec::new(),
             visited: 0,
         }
     }
@@ -534,7 +464,12 @@ impl<'a> Worker<'a> {
             }
             // Gone since the listing, or invisible (hidepid=2): nothing to say about it here
             // (`hidepid_hides_others` accounts for the invisible ones).
-            Err(_) => return,
+            Err(Errno::NOENT | Errno::SRCH) => return,
+            // Anything else (EMFILE, ENOMEM) leaves its sockets unknown, not unowned.
+            Err(e) => {
+                self.failed.push((pid, None, e));
+                return;
+            }
         };
         let mut process = Process {
             pid,
@@ -551,20 +486,24 @@ impl<'a> Worker<'a> {
                 return;
             }
         }
+        let uid_of = |pdir: &OwnedFd| rustix::fs::fstat(pdir).ok().map(|st| st.st_uid);
         let fd_dir = match open_dir_at(&pdir, c"fd") {
             Ok(fd) => fd,
             Err(Errno::ACCESS | Errno::PERM) => {
-                let uid = rustix::fs::fstat(&pdir).ok().map(|st| st.st_uid);
-                self.unreadable.push((pid, uid));
+                self.unreadable.push((pid, uid_of(&pdir)));
                 return;
             }
-            Err(_) => return,
+            Err(Errno::NOENT | Errno::SRCH) => return,
+            Err(e) => {
+                self.failed.push((pid, uid_of(&pdir), e));
+                return;
+            }
         };
         let before = self.holders.len();
-        let denied = walk_fds(&fd_dir, pid, &mut self.dirent, &mut self.holders);
-        if denied {
-            let uid = rustix::fs::fstat(&pdir).ok().map(|st| st.st_uid);
-            self.unreadable.push((pid, uid));
+        match walk_fds(&fd_dir, pid, &mut self.dirent, &mut self.holders) {
+            Walk::Done => {}
+            Walk::Denied => self.unreadable.push((pid, uid_of(&pdir))),
+            Walk::Failed(e) => self.failed.push((pid, uid_of(&pdir), e)),
         }
         if self.holders.len() > before {
             if !prefilter {
@@ -579,18 +518,17 @@ impl<'a> Worker<'a> {
 }
 
 /// Opens `proc_root` and lists the pids to visit: `query.pids`, or every numeric entry.
-fn open_and_list(proc_root: &Path, query: &Query) -> Result<(OwnedFd, Vec<u32>), String> {
+fn open_and_list(proc_root: &Path, query: &Query) -> Result<(OwnedFd, Vec<u32>), SysError> {
     let proc_fd = rustix::fs::open(
         proc_root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("cannot open {}: {e}", proc_root.display()))?;
+    .map_err(|e| SysError::new(format!("cannot open {}", proc_root.display()), e))?;
     let pids = match &query.pids {
         Some(list) => list.clone(),
-        None => {
-            list_pids(&proc_fd).map_err(|e| format!("cannot list {}: {e}", proc_root.display()))?
-        }
+        None => list_pids(&proc_fd)
+            .map_err(|e| SysError::new(format!("cannot list {}", proc_root.display()), e))?,
     };
     Ok((proc_fd, pids))
 }
@@ -607,23 +545,34 @@ fn open_dir_at(dir: &OwnedFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
 
 /// Walks one `/proc/<pid>/fd` directory; returns true when links could not be read for lack of
 /// permission.
+/// How a walk of one fd table ended (what was read before an error stays valid).
+enum Walk {
+    /// Every fd read (or the process exited meanwhile).
+    Done,
+    /// Permission denied part way.
+    Denied,
+    /// Another error part way (EMFILE, ENOMEM).
+    Failed(Errno),
+}
+
 fn walk_fds(
     fd_dir: &OwnedFd,
     pid: u32,
     dirent: &mut [MaybeUninit<u8>],
     out: &mut Vec<Holder>,
-) -> bool {
+) -> Walk {
     let mut dir = RawDir::new(fd_dir, dirent);
     let mut link = [0u8; LINK_BUF];
     while let Some(entry) = dir.next() {
         let entry = match entry {
             Ok(e) => e,
+            Err(Errno::ACCESS | Errno::PERM) => return Walk::Denied,
             // The process exited while we listed its fds: what was read stays valid.
-            Err(Errno::ACCESS | Errno::PERM) => return true,
-            Err(_) => return false,
+            Err(Errno::NOENT | Errno::SRCH) => return Walk::Done,
+            Err(e) => return Walk::Failed(e),
         };
         let name = entry.file_name();
-        let Some(fd) = parse_decimal(name.to_bytes()) else {
+        let Some(fd) = proc_pid::decimal(name.to_bytes()) else {
             continue; // "." and ".."
         };
         match rustix::fs::readlinkat_raw(fd_dir.as_fd(), name, &mut link[..]) {
@@ -635,12 +584,13 @@ fn walk_fds(
                     });
                 }
             }
-            Err(Errno::ACCESS | Errno::PERM) => return true,
-            // ENOENT: the fd was closed between getdents and readlink; normal.
-            Err(_) => {}
+            Err(Errno::ACCESS | Errno::PERM) => return Walk::Denied,
+            // The fd was closed between getdents and readlink, or the process exited: normal.
+            Err(Errno::NOENT | Errno::SRCH) => {}
+            Err(e) => return Walk::Failed(e),
         }
     }
-    false
+    Walk::Done
 }
 
 /// Reads `comm` and the effective uid through the process directory fd.
@@ -652,7 +602,7 @@ fn read_identity(pdir: &OwnedFd, p: &mut Process) {
     }
     let mut status = [0u8; 4096];
     if let Some(n) = read_at(pdir, c"status", &mut status) {
-        p.uid = effective_uid(&status[..n]);
+        p.uid = proc_pid::effective_uid(&status[..n]);
     }
 }
 
@@ -848,19 +798,6 @@ fn read_at(dir: &OwnedFd, name: &CStr, buf: &mut [u8]) -> Option<usize> {
     Some(filled)
 }
 
-/// The effective uid from `/proc/<pid>/status` (`Uid:\treal\teffective\tsaved\tfs`).
-pub(crate) fn effective_uid(status: &[u8]) -> Option<u32> {
-    let line = status
-        .split(|&b| b == b'\n')
-        .find(|l| l.starts_with(b"Uid:"))?;
-    let mut fields = line[4..]
-        .split(|&b| b == b'\t' || b == b' ')
-        .filter(|f| !f.is_empty());
-    let _real = fields.next()?;
-    let eff = fields.next()?;
-    parse_decimal(eff).and_then(|n| u32::try_from(n).ok())
-}
-
 /// The decimal name of a pid as a C string, without allocating per call beyond the CString.
 fn itoa_pid(pid: u32) -> std::ffi::CString {
     // A decimal string never contains NUL.
@@ -948,15 +885,6 @@ mod tests {
     }
 
     #[test]
-    fn start_ticks_count_from_the_last_parenthesis() {
-        let stat = b"4121 (a) b) (c) S 1 4121 4121 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
-                     987654 12345678 300 18446744073709551615\n";
-        assert_eq!(parse_start_ticks(stat), Some(987_654));
-        assert_eq!(parse_start_ticks(b"4121 (x) S 1"), None);
-        assert_eq!(parse_start_ticks(b"no parenthesis"), None);
-    }
-
-    #[test]
     fn a_reused_pid_has_another_start_time() {
         let c = StartClock {
             ns_per_tick: 10_000_000,
@@ -998,44 +926,5 @@ mod tests {
             ticks as f64 <= up * hz + 1.0,
             "{ticks} ticks after {up} s of uptime"
         );
-    }
-
-    #[test]
-    fn effective_uid_is_the_second_field() {
-        let s = b"Name:\tx\nUid:\t1000\t0\t0\t0\nGid:\t1\t1\t1\t1\n";
-        assert_eq!(effective_uid(s), Some(0));
-        assert_eq!(effective_uid(b"Name:\tx\n"), None);
-        assert_eq!(effective_uid(b"Uid:\t5\n"), None);
-    }
-
-    #[test]
-    fn hidepid_from_mountinfo() {
-        let mi = "22 27 0:21 / /proc rw,relatime - proc proc rw\n\
-                  99 22 0:50 / /proc rw,relatime - proc proc rw,hidepid=invisible,gid=4\n\
-                  100 27 0:51 / /tmp/my\\040proc rw - proc proc rw,hidepid=2\n\
-                  101 27 0:52 / /tmp/open rw - proc proc rw,hidepid=0\n";
-        assert_eq!(
-            hidepid_of(mi, Path::new("/proc")),
-            Some(("hidepid=invisible".into(), Some(4)))
-        );
-        assert_eq!(
-            hidepid_of(mi, Path::new("/tmp/my proc")),
-            Some(("hidepid=2".into(), None))
-        );
-        assert_eq!(hidepid_of(mi, Path::new("/tmp/open")), None);
-        assert_eq!(hidepid_of(mi, Path::new("/elsewhere")), None);
-        assert_eq!(
-            cap_eff(b"Name:\tx\nCapEff:\t0000000000080000\n"),
-            Some(1 << 19)
-        );
-    }
-
-    #[test]
-    fn decimal_names_only() {
-        assert_eq!(parse_decimal(b"123"), Some(123));
-        assert_eq!(parse_decimal(b"self"), None);
-        assert_eq!(parse_decimal(b""), None);
-        assert_eq!(parse_decimal(b"12a"), None);
-        assert_eq!(parse_decimal(b"99999999999999999999"), None);
     }
 }

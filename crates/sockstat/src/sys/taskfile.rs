@@ -4,15 +4,14 @@
 //! scan costs no system call per fd (research/kernel.md §5.2: 5-10x faster than `/proc`).
 //!
 //! Needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), kernel BTF (`/sys/kernel/btf/vmlinux`) and
-//! Linux 5.11. Anything missing is an [`Unavailable`] that names it; the caller then scans
+//! Linux 5.11. Anything missing is an error that names it (a [`SysError`] whose kind says
+//! denied or unsupported); the caller then scans
 //! `/proc`. The program, its link and the iterator are file descriptors of this process,
 //! released when they drop: nothing is pinned and nothing outlives the scan.
 
 use sockstat_wire::task_file::Record;
 
-/// Why the BPF scan could not run; the caller falls back to `/proc`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unavailable(pub String);
+use crate::error::{ErrorKind, SysError};
 
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -20,14 +19,16 @@ pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Runs the iterator once and returns every fd of every thread-group leader visible in this
 /// process's pid namespace: sockets with their inode, other files with inode 0.
 #[cfg(feature = "bpf")]
-pub fn records() -> Result<Vec<Record>, Unavailable> {
+pub fn records() -> Result<Vec<Record>, SysError> {
     use sockstat_wire::btf::Btf;
     use sockstat_wire::task_file::{self, Layout};
 
     let data = std::fs::read(VMLINUX_BTF)
-        .map_err(|e| Unavailable(format!("cannot read {VMLINUX_BTF}: {e}")))?;
-    let btf = Btf::parse(&data).map_err(|e| Unavailable(format!("{VMLINUX_BTF}: {e}")))?;
-    let layout = Layout::from_btf(&btf).map_err(Unavailable)?;
+        .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?;
+    let btf = Btf::parse(&data)
+        .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Invalid, e.to_string()))?;
+    let layout = Layout::from_btf(&btf)
+        .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Unsupported, e))?;
     drop(btf);
     drop(data);
     let code = task_file::program(&layout);
@@ -40,8 +41,12 @@ pub fn records() -> Result<Vec<Record>, Unavailable> {
 
 /// Without the `bpf` feature, the scan is never available.
 #[cfg(not(feature = "bpf"))]
-pub fn records() -> Result<Vec<Record>, Unavailable> {
-    Err(Unavailable("built without the bpf feature".into()))
+pub fn records() -> Result<Vec<Record>, SysError> {
+    Err(SysError::other(
+        "the BPF owner scan",
+        ErrorKind::Unsupported,
+        "built without the bpf feature",
+    ))
 }
 
 #[cfg(feature = "bpf")]
@@ -51,7 +56,7 @@ mod sys {
 
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-    use super::Unavailable;
+    use crate::error::SysError;
 
     const BPF_PROG_LOAD: libc::c_long = 5;
     const BPF_LINK_CREATE: libc::c_long = 28;
@@ -121,7 +126,7 @@ mod sys {
         }
     }
 
-    fn denied(what: &str, e: &std::io::Error) -> Unavailable {
+    fn denied(what: &str, e: std::io::Error) -> SysError {
         let hint = match e.raw_os_error() {
             Some(libc::EPERM) | Some(libc::EACCES) => " (needs CAP_BPF and CAP_PERFMON, or root)",
             Some(libc::ENOSYS) => " (bpf(2) is not available)",
@@ -130,10 +135,10 @@ mod sys {
             }
             _ => "",
         };
-        Unavailable(format!("{what}: {e}{hint}"))
+        SysError::new(format!("{what}{hint}"), e)
     }
 
-    pub fn prog_load(code: &[u64], attach_btf_id: u32) -> Result<OwnedFd, Unavailable> {
+    pub fn prog_load(code: &[u64], attach_btf_id: u32) -> Result<OwnedFd, SysError> {
         let license = c"GPL";
         let load = |log: Option<&mut Vec<u8>>| {
             let mut a = Attr::new();
@@ -163,34 +168,38 @@ mod sys {
                 let text = String::from_utf8_lossy(&log);
                 let text = text.trim_end_matches('\0').trim();
                 let last = text.lines().rev().take(3).collect::<Vec<_>>();
-                let mut u = denied("loading the task_file iterator", &e);
-                if !last.is_empty() {
+                let what = if last.is_empty() {
+                    "loading the task_file iterator".to_string()
+                } else {
                     let mut last = last;
                     last.reverse();
-                    u.0.push_str(&format!("; verifier: {}", last.join(" / ")));
-                }
-                Err(u)
+                    format!(
+                        "loading the task_file iterator (verifier: {})",
+                        last.join(" / ")
+                    )
+                };
+                Err(denied(&what, e))
             }
-            Err(e) => Err(denied("loading the task_file iterator", &e)),
+            Err(e) => Err(denied("loading the task_file iterator", e)),
         }
     }
 
-    pub fn link_create(prog: &OwnedFd) -> Result<OwnedFd, Unavailable> {
+    pub fn link_create(prog: &OwnedFd) -> Result<OwnedFd, SysError> {
         let mut a = Attr::new();
         a.u32(0, prog.as_raw_fd() as u32).u32(8, BPF_TRACE_ITER);
         a.call(BPF_LINK_CREATE)
-            .map_err(|e| denied("attaching the task_file iterator", &e))
+            .map_err(|e| denied("attaching the task_file iterator", e))
     }
 
-    pub fn iter_create(link: &OwnedFd) -> Result<OwnedFd, Unavailable> {
+    pub fn iter_create(link: &OwnedFd) -> Result<OwnedFd, SysError> {
         let mut a = Attr::new();
         a.u32(0, link.as_raw_fd() as u32);
         a.call(BPF_ITER_CREATE)
-            .map_err(|e| denied("opening the task_file iterator", &e))
+            .map_err(|e| denied("opening the task_file iterator", e))
     }
 
     /// Reads the iterator to its end. The kernel fills at most its seq_file buffer per read.
-    pub fn read_all(iter: &OwnedFd) -> Result<Vec<u8>, Unavailable> {
+    pub fn read_all(iter: &OwnedFd) -> Result<Vec<u8>, SysError> {
         let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
         let mut chunk = vec![0u8; 256 * 1024];
         loop {
@@ -198,12 +207,7 @@ mod sys {
                 Ok(0) => return Ok(out),
                 Ok(n) => out.extend_from_slice(&chunk[..n]),
                 Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
-                Err(e) => {
-                    return Err(Unavailable(format!(
-                        "reading the task_file iterator: {}",
-                        std::io::Error::from(e)
-                    )))
-                }
+                Err(e) => return Err(SysError::new("reading the task_file iterator", e)),
             }
         }
     }

@@ -1,0 +1,341 @@
+//! Joining sockets with their holders: the pure half of the owner scan. The scan
+//! ([`crate::sys::owners`]) gathers every (pid, fd) holding a socket into an [`OwnerIndex`] and
+//! says which processes it could not read ([`Unseen`]); [`join`] gives each socket its holders
+//! and decides, from that evidence, whether its holder list is complete. The owner filters
+//! (`--pid`, `--user`, `--command`) and the order of sockets that tie on their addresses are
+//! here too. Nothing here reads the system.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use crate::model::{counted, Owner, OwnersStatus, Snapshot, Socket, Warning, WarningCode};
+use crate::query::Query;
+
+/// One socket fd found by the scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Holder {
+    /// Socket inode.
+    pub inode: u64,
+    /// Who holds it.
+    pub owner: Owner,
+}
+
+/// Every (pid, fd) holding each socket inode, sorted by inode, then pid, then fd.
+#[derive(Debug, Clone, Default)]
+pub struct OwnerIndex {
+    holders: Vec<Holder>,
+}
+
+impl OwnerIndex {
+    /// An index of these holders (in any order).
+    pub fn new(mut holders: Vec<Holder>) -> OwnerIndex {
+        holders.sort_unstable();
+        holders.dedup();
+        OwnerIndex { holders }
+    }
+
+    /// The holders of socket `inode`, by pid then fd.
+    pub fn holders_of(&self, inode: u64) -> &[Holder] {
+        let h = &self.holders;
+        let start = h.partition_point(|x| x.inode < inode);
+        let end = start + h[start..].partition_point(|x| x.inode == inode);
+        &h[start..end]
+    }
+
+    /// Every holder.
+    pub fn holders(&self) -> &[Holder] {
+        &self.holders
+    }
+
+    /// How many (socket, holder) pairs.
+    pub fn len(&self) -> usize {
+        self.holders.len()
+    }
+
+    /// True when no socket fd was found.
+    pub fn is_empty(&self) -> bool {
+        self.holders.is_empty()
+    }
+}
+
+/// Whether `/proc` hides other users' processes from the reader (`hidepid`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HidePid {
+    /// It does not (or the reader may see through it: CAP_SYS_PTRACE, the `gid=` group).
+    #[default]
+    No,
+    /// It does: `mount_point` is mounted with `option` (`hidepid=2`, `hidepid=invisible`, ...).
+    Hides {
+        /// Where that proc is mounted.
+        mount_point: PathBuf,
+        /// The option, as in mountinfo.
+        option: String,
+    },
+    /// It could not be told (the mount table could not be read: the reason): other users'
+    /// processes may be invisible.
+    Unknown(String),
+}
+
+/// What the scan could not see, the evidence [`join`] decides holder lists from.
+#[derive(Debug, Clone, Default)]
+pub struct Unseen {
+    /// Processes whose fd tables these privileges may not read, with their uid when known.
+    pub unreadable: Vec<(u32, Option<u32>)>,
+    /// Processes whose fd tables could not be read for another reason (too many open files, no
+    /// memory), with their uid when known and the error.
+    pub failed: Vec<(u32, Option<u32>, String)>,
+    /// Whether other users' processes are invisible altogether.
+    pub hidepid: HidePid,
+    /// The reader's effective uid.
+    pub euid: u32,
+}
+
+impl Unseen {
+    /// True when a process this scan could not see or read may hold a socket created by `uid`.
+    fn may_hold(&self, uid: Option<u32>, uids: &HashSet<Option<u32>>) -> bool {
+        let invisible = !matches!(self.hidepid, HidePid::No) && uid != Some(self.euid);
+        invisible || uids.contains(&None) || uids.contains(&uid)
+    }
+}
+
+/// Gives every socket its holders from `index` and its [`OwnersStatus`]: `known` with holders;
+/// with none, `hidden` when a process that could not be read (or, under `hidepid`, seen) runs
+/// as the socket's uid, else `none`. Sockets without an inode (TIME-WAIT, request sockets) have
+/// no holder.
+pub fn join(sockets: &mut [Socket], index: &OwnerIndex, unseen: &Unseen) {
+    let uids: HashSet<Option<u32>> = unseen
+        .unreadable
+        .iter()
+        .map(|(_, u)| *u)
+        .chain(unseen.failed.iter().map(|(_, u, _)| *u))
+        .collect();
+    for s in sockets.iter_mut() {
+        let Some(id) = s.id else {
+            s.owners_status = OwnersStatus::None;
+            continue;
+        };
+        let held = index.holders_of(id);
+        if !held.is_empty() {
+            s.owners = held.iter().map(|x| x.owner).collect();
+            s.owners_status = OwnersStatus::Known;
+        } else if unseen.may_hold(s.uid, &uids) {
+            s.owners_status = OwnersStatus::Hidden;
+        } else {
+            s.owners_status = OwnersStatus::None;
+        }
+    }
+}
+
+/// The warnings a join leaves: `owners-hidden` for the sockets whose holders these privileges
+/// hide, `owners-incomplete` for processes that could not be read for another reason. `root`
+/// says whether the reader is root (then privileges are not the reason).
+pub fn warnings(sockets: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let hidden = sockets
+        .iter()
+        .filter(|s| s.owners_status == OwnersStatus::Hidden)
+        .count();
+    if !unseen.failed.is_empty() {
+        out.push(
+            Warning::new(
+                WarningCode::OwnersIncomplete,
+                format!(
+                    "the fd tables of {} could not be read ({}): sockets they hold may show no \
+                     holder (-v for which)",
+                    counted(unseen.failed.len(), "process", "processes"),
+                    unseen.failed[0].2
+                ),
+            )
+            .count(unseen.failed.len() as u64)
+            .details(
+                unseen
+                    .failed
+                    .iter()
+                    .map(|(pid, _, e)| format!("pid {pid}: /proc/{pid}/fd: {e}"))
+                    .collect(),
+            ),
+        );
+    }
+    if hidden == 0 {
+        return out;
+    }
+    let details: Vec<String> = unseen
+        .unreadable
+        .iter()
+        .map(|(pid, uid)| match uid {
+            Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
+            None => format!("pid {pid}: /proc/{pid}/fd not readable"),
+        })
+        .collect();
+    let see = "run as root, or give sockstat CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see \
+               README), to see their owners";
+    let sockets_text = counted(hidden, "socket", "sockets");
+    let message = match &unseen.hidepid {
+        HidePid::Hides {
+            mount_point,
+            option,
+        } => format!(
+            "{sockets_text} may belong to processes whose owners are hidden: {} is mounted with \
+             {option}, which hides other users' processes from uid {}; {see}",
+            mount_point.display(),
+            unseen.euid
+        ),
+        HidePid::Unknown(why) => format!(
+            "{sockets_text} may belong to processes whose owners are hidden: whether /proc \
+             hides other users' processes cannot be told ({why}); {see}"
+        ),
+        HidePid::No if root => format!(
+            "{sockets_text} may belong to {} whose owners are hidden: even root may not read \
+             their /proc/PID/fd here (ptrace access denied: Yama, a security module or a user \
+             namespace boundary)",
+            counted(unseen.unreadable.len(), "process", "processes")
+        ),
+        HidePid::No => format!(
+            "{sockets_text} may belong to {} whose owners are hidden: uid {} may not read their \
+             /proc/PID/fd; {see}",
+            counted(unseen.unreadable.len(), "process", "processes"),
+            unseen.euid
+        ),
+    };
+    out.push(
+        Warning::new(WarningCode::OwnersHidden, message)
+            .count(hidden as u64)
+            .details(details),
+    );
+    out
+}
+
+/// `--pid`, `--user`, `--command`: keep the holders that match; drop sockets left with none,
+/// except that `--user` alone also keeps sockets with no known holder whose kernel uid matches.
+pub fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot) {
+    if !q.filters_owners() {
+        return;
+    }
+    let only_user = q.pids.is_none() && q.command.is_none();
+    sockets.retain_mut(|s| {
+        if s.owners.is_empty() {
+            return only_user && q.uid.is_some() && s.uid == q.uid;
+        }
+        s.owners
+            .retain(|o| q.matches_owner(o, snap.processes.get(&o.pid)));
+        !s.owners.is_empty()
+    });
+}
+
+/// Sockets with the same zone, protocol and addresses (SO_REUSEPORT groups, several UDP sockets
+/// on one port) are ordered by their first holder's pid and fd once holders are known; the
+/// address sort ran before, in parallel with the scan, with only ids to break ties.
+pub fn order_ties_by_owner(sockets: &mut [Socket]) {
+    let same = |a: &Socket, b: &Socket| {
+        a.netns == b.netns
+            && a.proto == b.proto
+            && a.family == b.family
+            && a.local == b.local
+            && a.remote == b.remote
+    };
+    let mut start = 0;
+    while start < sockets.len() {
+        let mut end = start + 1;
+        while end < sockets.len() && same(&sockets[start], &sockets[end]) {
+            end += 1;
+        }
+        if end - start > 1 {
+            sockets[start..end].sort_by(|a, b| {
+                (a.owners.first(), a.id, a.cookie).cmp(&(b.owners.first(), b.id, b.cookie))
+            });
+        }
+        start = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::tests::sock;
+    use crate::State;
+
+    fn listener(inode: u64, uid: u32) -> Socket {
+        let mut s = sock(State::Listen, ("0.0.0.0", 80), None);
+        s.id = Some(inode);
+        s.uid = Some(uid);
+        s
+    }
+
+    fn holder(inode: u64, pid: u32, fd: u32) -> Holder {
+        Holder {
+            inode,
+            owner: Owner { pid, fd },
+        }
+    }
+
+    #[test]
+    fn the_index_finds_every_holder_of_an_inode() {
+        let i = OwnerIndex::new(vec![holder(7, 20, 3), holder(5, 10, 4), holder(7, 10, 9)]);
+        let pids: Vec<(u32, u32)> = i
+            .holders_of(7)
+            .iter()
+            .map(|h| (h.owner.pid, h.owner.fd))
+            .collect();
+        assert_eq!(pids, [(10, 9), (20, 3)]);
+        assert!(i.holders_of(6).is_empty());
+        assert_eq!(i.len(), 3);
+    }
+
+    #[test]
+    fn a_socket_is_hidden_only_when_an_unread_process_could_hold_it() {
+        let index = OwnerIndex::new(vec![holder(1, 10, 3)]);
+        let mut socks = vec![listener(1, 1000), listener(2, 0), listener(3, 1000)];
+        let unseen = Unseen {
+            unreadable: vec![(1, Some(0))],
+            euid: 1000,
+            ..Unseen::default()
+        };
+        join(&mut socks, &index, &unseen);
+        assert_eq!(socks[0].owners_status, OwnersStatus::Known);
+        assert_eq!(socks[1].owners_status, OwnersStatus::Hidden);
+        assert_eq!(socks[2].owners_status, OwnersStatus::None);
+        let w = warnings(&socks, &unseen, false);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].code, WarningCode::OwnersHidden);
+        assert!(
+            w[0].message
+                .starts_with("1 socket may belong to 1 process whose owners are hidden"),
+            "{}",
+            w[0].message
+        );
+    }
+
+    #[test]
+    fn a_process_that_failed_for_another_reason_is_named_and_its_uid_counts() {
+        let mut socks = vec![listener(2, 0)];
+        let unseen = Unseen {
+            failed: vec![(1, Some(0), "Too many open files (os error 24)".into())],
+            euid: 0,
+            ..Unseen::default()
+        };
+        join(&mut socks, &OwnerIndex::default(), &unseen);
+        assert_eq!(socks[0].owners_status, OwnersStatus::Hidden);
+        let w = warnings(&socks, &unseen, true);
+        assert_eq!(w[0].code, WarningCode::OwnersIncomplete);
+        assert!(
+            w[0].message.contains("Too many open files"),
+            "{}",
+            w[0].message
+        );
+    }
+
+    #[test]
+    fn an_unreadable_mount_table_under_a_non_root_reader_hides_other_users_sockets() {
+        let mut socks = vec![listener(2, 0), listener(3, 1000)];
+        let unseen = Unseen {
+            hidepid: HidePid::Unknown("cannot read /proc/self/mountinfo: EACCES".into()),
+            euid: 1000,
+            ..Unseen::default()
+        };
+        join(&mut socks, &OwnerIndex::default(), &unseen);
+        assert_eq!(socks[0].owners_status, OwnersStatus::Hidden);
+        assert_eq!(socks[1].owners_status, OwnersStatus::None);
+        let w = warnings(&socks, &unseen, false);
+        assert!(w[0].message.contains("cannot be told"), "{}", w[0].message);
+    }
+}
