@@ -1,6 +1,6 @@
 //! `sockstat diagnose`: two samples of the TCP sockets (with tcp_info and socket memory), each
 //! zone's counters and sysctls, an interval apart (`sockstat::Sampler`), judged by the rules of
-//! `sockstat::diagnose` (`sockstat::sys::diagnose::judge`). This file owns the flags, the
+//! `sockstat::diagnose` (`sockstat::judge`). This file owns the flags, the
 //! waiting and the exit status: 0 healthy (or info only), 1 a finding at warning level or
 //! above, 2 an error.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sockstat::diagnose;
 use sockstat::render;
-use sockstat::sys::diagnose::{run as run_diagnosis, Diagnosis};
+use sockstat::{diagnose_with, Diagnosis};
 
 use crate::cli::{Cli, ColorWhen, FilterArgs, SourceArgs};
 use crate::output::{options, write_warnings};
@@ -80,7 +80,7 @@ pub fn run(
         bandwidth: a.bandwidth,
         exact_locks: a.exact_locks,
     };
-    let report = run_diagnosis(&q, Duration::from_secs_f64(a.interval), &how)?;
+    let report = diagnose_with(&q, Duration::from_secs_f64(a.interval), &how)?;
     let opts = options(false, a.verbose, a.color);
     if a.json {
         render::diagnose::write_json(&report, &opts, &mut out)?;

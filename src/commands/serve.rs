@@ -21,12 +21,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::join::OwnerIndex;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
-use sockstat::sys::diagnose::{judge, Diagnosis};
-use sockstat::sys::owners;
 use sockstat::{
-    Endpoint, Owner, OwnersStatus, Process, Proto, Query, Sample, Sampler, Snapshot, State,
+    judge, Diagnosis, Endpoint, Owner, OwnersStatus, Process, Proto, Query, Sample, Sampler,
+    Snapshot, State,
 };
 
 use crate::cli::Cli;
@@ -114,15 +112,16 @@ impl OwnerCache {
         if stale || inodes.iter().any(|i| !self.by_inode.contains_key(i)) {
             self.scans += 1;
             self.refreshed = Some(Instant::now());
-            let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
             let mut q = Query::new();
             q.proc_root = proc_root.to_path_buf();
-            match owners::scan_any(&q, threads).0 {
+            match sockstat::scan_owners(&q) {
                 Ok(scan) => {
-                    let index = OwnerIndex::new(scan.holders);
                     self.by_inode = inodes
                         .iter()
-                        .map(|&id| (id, index.holders_of(id).iter().map(|x| x.owner).collect()))
+                        .map(|&id| {
+                            let holders = scan.index.holders_of(id);
+                            (id, holders.iter().map(|x| x.owner).collect())
+                        })
                         .collect();
                     let mut procs = scan.processes;
                     self.processes = self
@@ -261,11 +260,7 @@ impl Collector {
 
 /// The name of the namespace sockstat runs in, as `-Z` would show it (`global` on the host).
 fn own_zone(proc_root: &std::path::Path) -> String {
-    let (targets, _) = sockstat::sys::netns::discover(proc_root);
-    targets
-        .into_iter()
-        .find(|t| t.own)
-        .map_or_else(|| "global".to_string(), |t| t.zone.name)
+    sockstat::current_zone(proc_root).map_or_else(|| "global".to_string(), |z| z.name)
 }
 
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! The kernel's TCP/IP counters (`/proc/net/snmp`, `/proc/net/netstat`, `/proc/net/snmp6`) as a
 //! [`CounterSet`], their deltas over an interval, and what each well-known counter means.
 //!
-//! Pure: the files are read by [`crate::sys::counters`]; this module pairs names with values
+//! Pure: the files are read by `sys::counters`; this module pairs names with values
 //! (always by name: kernels insert new names in the middle of a line, research/kernel.md §3.4),
 //! subtracts, sorts and explains. It never reads the system and never prints.
 

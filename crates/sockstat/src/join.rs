@@ -1,5 +1,5 @@
 //! Joining sockets with their holders: the pure half of the owner scan. The scan
-//! ([`crate::sys::owners`]) gathers every (pid, fd) holding a socket into an [`OwnerIndex`] and
+//! (`sys::owners`) gathers every (pid, fd) holding a socket into an [`OwnerIndex`] and
 //! says which processes it could not read ([`Unseen`]); [`join`] gives each socket its holders
 //! and decides, from that evidence, whether its holder list is complete. The owner filters
 //! (`--pid`, `--user`, `--command`) and the order of sockets that tie on their addresses are
@@ -56,6 +56,15 @@ impl OwnerIndex {
     pub fn is_empty(&self) -> bool {
         self.holders.is_empty()
     }
+}
+
+/// What one owner scan found: the holders of every socket, and the processes they name.
+#[derive(Debug, Clone, Default)]
+pub struct Owners {
+    /// Every (pid, fd) holding a socket.
+    pub index: OwnerIndex,
+    /// The processes that hold sockets, by pid.
+    pub processes: std::collections::HashMap<u32, crate::model::Process>,
 }
 
 /// Whether `/proc` hides other users' processes from the reader (`hidepid`).

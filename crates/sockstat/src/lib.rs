@@ -4,7 +4,7 @@
 //! netlink interface (with `/proc/net` text as the fallback), joined with every (process, file
 //! descriptor) that holds it, from one pass over `/proc/<pid>/fd`.
 //!
-//! Data flows one way: **gather** ([`sys`]) → **model** ([`Snapshot`]) → **decide** ([`Query`]
+//! Data flows one way: **gather** (`sys`) → **model** ([`Snapshot`]) → **decide** ([`Query`]
 //! filters) → **render** ([`render`]).
 //!
 //! ```
@@ -88,7 +88,7 @@ pub mod ports;
 pub mod query;
 pub mod render;
 pub mod sample;
-pub mod sys;
+mod sys;
 pub mod sysctl;
 pub mod trace;
 pub mod zone;
@@ -101,6 +101,7 @@ pub use model::{
 };
 pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 pub use sample::{Sample, ZoneSample};
+pub use sys::diagnose::Diagnosis;
 pub use sys::sampler::Sampler;
 pub use zone::{Zone, ZoneKind};
 
@@ -113,18 +114,56 @@ pub fn collect(query: &Query) -> Result<Snapshot, Error> {
 
 /// Diagnoses the TCP connections `query` selects (in the zones it selects): two samples
 /// `interval` apart, judged by every rule of [`diagnose`], as `sockstat diagnose` does.
-/// `bandwidth`, in bytes per second, sizes buffers for a path of that speed. See
-/// [`sys::diagnose::run`].
+/// `bandwidth`, in bytes per second, sizes buffers for a path of that speed;
+/// [`diagnose_with`] takes every option of [`Diagnosis`].
 pub fn diagnose_connections(
     query: &Query,
     interval: std::time::Duration,
     bandwidth: Option<f64>,
 ) -> Result<diagnose::Report, Error> {
-    let how = sys::diagnose::Diagnosis {
+    let how = Diagnosis {
         bandwidth,
         exact_locks: false,
     };
     sys::diagnose::run(query, interval, &how)
+}
+
+/// Judges two samples of the same zones with every rule of [`diagnose`], with the system's
+/// part: the exact buffer locks of the connections a buffer finding names (as root, when
+/// `how.exact_locks` asks), and the warnings that say what these privileges leave inferred.
+/// [`diagnose_connections`] samples and judges in one call.
+pub fn judge(before: &Sample, after: &Sample, how: &Diagnosis) -> diagnose::Report {
+    sys::diagnose::judge(before, after, how)
+}
+
+/// Diagnoses the TCP connections `query` selects, `interval` apart, as [`diagnose_connections`]
+/// does, with every option of [`Diagnosis`].
+pub fn diagnose_with(
+    query: &Query,
+    interval: std::time::Duration,
+    how: &Diagnosis,
+) -> Result<diagnose::Report, Error> {
+    sys::diagnose::run(query, interval, how)
+}
+
+/// Every (process, fd) holding a socket, from one scan of the processes `query` selects
+/// (`query.proc_root`, `query.owner_scan`, `query.pids`), without the socket dump: what the
+/// exporter's owner cache refreshes from.
+pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    let (scan, _) = sys::owners::scan_any(query, threads);
+    let scan = scan?;
+    Ok(join::Owners {
+        index: join::OwnerIndex::new(scan.holders),
+        processes: scan.processes,
+    })
+}
+
+/// The zone (network namespace) sockstat runs in, named as `-Z` names it (`global` on the
+/// host); `None` when it cannot be told.
+pub fn current_zone(proc_root: &std::path::Path) -> Option<Zone> {
+    let (targets, _) = sys::netns::discover(proc_root);
+    targets.into_iter().find(|t| t.own).map(|t| t.zone)
 }
 
 /// Looks up a user by name, or takes a number as a uid: the form `--user` accepts.

@@ -4,7 +4,7 @@
 //! which clients leave TIME-WAIT entries on a listening port.
 //!
 //! Pure: takes snapshots, sysctl values and counter sets gathered elsewhere
-//! ([`crate::sys::sysctl`], [`crate::sys::counters`]) and returns a [`PortsReport`]. No I/O.
+//! (`sys::sysctl`, `sys::counters`) and returns a [`PortsReport`]. No I/O.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;

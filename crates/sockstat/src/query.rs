@@ -2,7 +2,7 @@
 //! `-P tcp,udp`, `--state`, `--user`), and the user-space evaluation of every filter.
 //!
 //! Filters combine with AND. The parts the kernel can apply (state masks, ports, address
-//! prefixes) are also pushed into the sock_diag request by [`crate::sys`]; the checks here run
+//! prefixes) are also pushed into the sock_diag request by `sys`; the checks here run
 //! on every socket anyway, so the /proc fallback and the kernel path select the same sockets.
 
 use std::fmt;
@@ -338,7 +338,7 @@ pub struct Query {
     /// Resolve uids to user names (off with `-n`).
     pub resolve_users: bool,
     /// How long to wait for the user database (NSS) before showing uids as numbers, with a
-    /// `users-unresolved` warning. Default [`crate::sys::users::LOOKUP_BUDGET`] (2 s).
+    /// `users-unresolved` warning. Default `sys::users::LOOKUP_BUDGET` (2 s).
     pub user_lookup_budget: std::time::Duration,
     /// Where sockets come from.
     pub source: Source,

@@ -1,5 +1,5 @@
 //! The kernel settings sockstat's analyses read ([`Sysctls`]): one type for the port report,
-//! the diagnosis rules and the exporter. Pure data; [`crate::sys::sysctl`] reads it.
+//! the diagnosis rules and the exporter. Pure data; `sys::sysctl` reads it.
 //!
 //! Most values are per network namespace (those of the thread that reads `/proc/sys`); the
 //! [`GLOBAL`] ones are the host's wherever they are read from (and `tcp_mem` is shown only in

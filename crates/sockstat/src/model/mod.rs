@@ -1,6 +1,6 @@
 //! The snapshot model: sockets, their endpoints and the processes that hold them.
 //!
-//! Everything here is plain data filled by the gatherers in [`crate::sys`] and read by the filters,
+//! Everything here is plain data filled by the gatherers in `sys` and read by the filters,
 //! the renderers and library users. Nothing in this module does I/O. Names carry their units
 //! (`expires_ms`); a value the kernel did not provide is `None`, never 0.
 

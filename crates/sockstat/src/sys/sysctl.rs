@@ -2,7 +2,7 @@
 //! one in tests). Values are per network namespace, that of the reading thread, except the
 //! globals (doc/linux.md#sysctls). A sysctl this kernel lacks is `None` and nothing is
 //! said; one that exists but cannot be read or parsed is `None` and named in
-//! [`SysctlRead::unreadable`], which [`SysctlRead::warning`] reports.
+//! [`SysctlRead::unreadable`], which [`unreadable_warning`] reports.
 
 use std::io;
 
@@ -21,14 +21,6 @@ pub struct SysctlRead {
     /// `net.ipv4.tcp_wmem: Permission denied (os error 13)`, one per sysctl that exists but
     /// could not be read or parsed.
     pub unreadable: Vec<String>,
-}
-
-impl SysctlRead {
-    /// The `sysctls-unreadable` warning, when something could not be read; `consequence` says
-    /// what that costs the caller (`"the rules that need them were skipped"`).
-    pub fn warning(&self, consequence: &str) -> Option<Warning> {
-        unreadable_warning(self.unreadable.clone(), consequence)
-    }
 }
 
 /// The `sysctls-unreadable` warning for these `name: why` lines, when there are any.
@@ -155,7 +147,7 @@ mod tests {
         assert_eq!(r.unreadable.len(), 2, "{:?}", r.unreadable);
         assert!(r.unreadable[0].starts_with("net.ipv4.tcp_timestamps: "));
         assert!(r.unreadable[1].starts_with("net.ipv4.tcp_wmem: unexpected value \"4096 16384\""));
-        let w = r.warning("skipped").unwrap();
+        let w = unreadable_warning(r.unreadable.clone(), "skipped").unwrap();
         assert_eq!(w.code, WarningCode::SysctlsUnreadable);
         assert_eq!(w.count, Some(2));
         assert!(w
