@@ -175,7 +175,10 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
            (TIME_WAIT, orphaned and kernel sockets; JSON owners_status \"none\"), or its holder is a \
            process these privileges cannot inspect (owners_status \"hidden\"): then one warning on \
            standard error says how many sockets are affected and how to see them (run as root, or \
-           give the binary CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH). With --no-owners no process is \
+           give the binary CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH). A ? row after a socket's holders \
+           means the holders shown may not be all: a process these privileges cannot inspect runs \
+           as the socket's uid (owners_status \"partial\"; the same warning counts it, -v says \
+           which processes). Kernel threads are never counted. With --no-owners no process is \
            looked at (owners_status \"not_requested\")."],
     );
     section(
@@ -187,8 +190,8 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
              (kernel socket cookie as a decimal string, null from the /proc fallback), proto, family, type, \
              state, local and remote ({\"address\",\"port\"}; unix {\"path\"} or {} and remote {\"peer\",\"path\"}; \
              null when there is no remote end), recv_q and send_q (bytes; for LISTEN the accept queue and \
-             the backlog), uid and user (the socket's kernel uid), owners_status (known, none, hidden, \
-             not_requested) and owners (every pid, fd, command, uid, user; args with -a).",
+             the backlog), uid and user (the socket's kernel uid), owners_status (known, partial, none, \
+             hidden, not_requested) and owners (every pid, fd, command, uid, user; args with -a).",
             "Text from other processes is kept exact: a value that is not valid UTF-8 is printed with U+FFFD \
              in place of bad bytes and a sibling field (command_hex, path_hex, args_hex) holds the exact bytes \
              in hex. A value the kernel does not provide is absent or null, never 0. Fields may be added in \

@@ -131,3 +131,107 @@ fn nobody_sees_every_socket_and_one_warning() {
         "root's unattributed sockets by kernel uid: {v:#}"
     );
 }
+
+/// Issue 15 item 1: the daemon shape (a root parent made the listener and shares it with a
+/// child running as another user). As that user the child's holder is visible and the root
+/// parent's is not: the listener is `partial`, the table has a `?` row after the visible
+/// holder, and the one owners-hidden warning counts it.
+#[test]
+fn a_root_made_listener_shared_with_a_worker_is_partial_to_the_worker() {
+    require_root!("a_root_made_listener_shared_with_a_worker_is_partial_to_the_worker (setpriv)");
+    let (_bin_dir, bin) = reachable_sockstat();
+    // The fork child keeps the listener as root; then the holder itself drops to nobody.
+    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0", "fork", "setuid:65534"]);
+    let l = h.item(0).sock();
+    let port = l.port().to_string();
+    let v = as_nobody(&bin, &["--json", "-l", "-p", &port]).ok().json();
+    let s = &sockets(&v)[0];
+    assert_eq!(s["uid"], 0, "{v:#}");
+    assert_eq!(s["owners_status"], "partial", "{v:#}");
+    assert_eq!(
+        owners(s),
+        vec![(u64::from(h.pid()), l.fd() as u64)],
+        "{v:#}"
+    );
+    let w: Vec<&Value> = warnings(&v)
+        .iter()
+        .filter(|w| w["code"] == "owners-hidden")
+        .collect();
+    assert_eq!(w.len(), 1, "{v:#}");
+    assert_eq!(w[0]["count"], 1, "{v:#}");
+    let message = w[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("hidden processes may also hold 1 socket whose holders are shown"),
+        "{message}"
+    );
+    let out = as_nobody(&bin, &["-l", "-s", "-p", &port]).run();
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let t = out.table();
+    assert_eq!(t.rows.len(), 2, "{}", out.stdout);
+    assert_eq!(
+        t.rows_where("PID", &h.pid().to_string()).len(),
+        1,
+        "{}",
+        out.stdout
+    );
+    assert_eq!(t.rows_where("PID", "?").len(), 1, "{}", out.stdout);
+    // As root, nothing is hidden: both holders, known.
+    let v = sockstat(&["--json", "-l", "-p", &port]).ok().json();
+    let s = &sockets(&v)[0];
+    assert_eq!(s["owners_status"], "known", "{v:#}");
+    let pids: Vec<u64> = owners(s).iter().map(|o| o.0).collect();
+    assert!(pids.contains(&u64::from(h.child_pid())), "{v:#}");
+}
+
+/// Issue 15 item 2: kernel threads hold no files; the hidden-process count and `-v` leave them
+/// out.
+#[test]
+fn kernel_threads_are_not_counted_as_hidden_processes() {
+    require_root!("kernel_threads_are_not_counted_as_hidden_processes (setpriv)");
+    let (_bin_dir, bin) = reachable_sockstat();
+    let _root = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+    let v = as_nobody(&bin, &["--json", "-v", "-4"]).ok().json();
+    let w = warnings(&v)
+        .iter()
+        .find(|w| w["code"] == "owners-hidden")
+        .cloned()
+        .expect("root's listener is hidden from nobody");
+    let pids: Vec<u32> = w["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| {
+            d.as_str()?
+                .strip_prefix("pid ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(!pids.is_empty(), "{w:#}");
+    let kthreads: Vec<u32> = pids
+        .iter()
+        .copied()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|t| {
+                    let flags: u64 = t
+                        .rsplit_once(')')?
+                        .1
+                        .split_whitespace()
+                        .nth(6)?
+                        .parse()
+                        .ok()?;
+                    Some(flags & 0x0020_0000 != 0)
+                })
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(
+        kthreads.is_empty(),
+        "kernel threads counted: {kthreads:?} in {w:#}"
+    );
+    assert!(!pids.contains(&2), "kthreadd (pid 2) counted: {w:#}");
+}

@@ -107,11 +107,21 @@ impl Unseen {
     }
 }
 
-/// Gives every socket its holders from `index` and its [`OwnersStatus`]: `known` with holders;
-/// with none, `hidden` when a process that could not be read (or, under `hidepid`, seen) runs
-/// as the socket's uid, else `none`. Sockets without an inode (TIME-WAIT, request sockets) have
-/// no holder.
-pub fn join(sockets: &mut [Socket], index: &OwnerIndex, unseen: &Unseen) {
+/// Gives every socket its holders from `index` and its [`OwnersStatus`], from evidence. A
+/// process that could not be read (or, under `hidepid`, seen) and runs as the socket's uid (the
+/// kernel's uid of the socket: its creator's) may hold it. With no holder found, the socket is
+/// `hidden` when such a process exists, else `none`. With holders found, it is `partial` when
+/// its creator is not among them (no holder runs as the socket's uid) and such a process
+/// exists, else `known`: a root daemon's listener shared with its unprivileged workers is
+/// partial to those workers' user, a socket whose creator is in view is not. Kernel threads hold
+/// no files and are never counted (the scan leaves them out). Sockets without an inode
+/// (TIME-WAIT, request sockets) have no holder. `processes` gives the holders' uids.
+pub fn join(
+    sockets: &mut [Socket],
+    index: &OwnerIndex,
+    unseen: &Unseen,
+    processes: &std::collections::HashMap<u32, crate::model::Process>,
+) {
     let uids: HashSet<Option<u32>> = unseen
         .unreadable
         .iter()
@@ -124,10 +134,19 @@ pub fn join(sockets: &mut [Socket], index: &OwnerIndex, unseen: &Unseen) {
             continue;
         };
         let held = index.holders_of(id);
+        let maybe_more = unseen.may_hold(s.uid, &uids);
         if !held.is_empty() {
             s.owners = held.iter().map(|x| x.owner).collect();
-            s.owners_status = OwnersStatus::Known;
-        } else if unseen.may_hold(s.uid, &uids) {
+            let creator_in_view = held.iter().any(|h| {
+                let uid = processes.get(&h.owner.pid).and_then(|p| p.uid);
+                uid.is_none() || uid == s.uid
+            });
+            s.owners_status = if maybe_more && !creator_in_view {
+                OwnersStatus::Partial
+            } else {
+                OwnersStatus::Known
+            };
+        } else if maybe_more {
             s.owners_status = OwnersStatus::Hidden;
         } else {
             s.owners_status = OwnersStatus::None;
@@ -165,50 +184,58 @@ pub fn warnings(sockets: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning>
             ),
         );
     }
-    if hidden == 0 {
+    let partial = sockets
+        .iter()
+        .filter(|s| s.owners_status == OwnersStatus::Partial)
+        .count();
+    if hidden + partial == 0 {
         return out;
     }
-    let details: Vec<String> = unseen
-        .unreadable
-        .iter()
-        .map(|(pid, uid)| match uid {
-            Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
-            None => format!("pid {pid}: /proc/{pid}/fd not readable"),
-        })
-        .collect();
+    let mut details: Vec<String> = vec![
+        "a socket is hidden (no holder shown) or partial (holders shown, others may exist) when \
+         a process that could not be inspected runs as the socket's uid, the uid of the process \
+         that created it"
+            .to_string(),
+    ];
+    details.extend(unseen.unreadable.iter().map(|(pid, uid)| match uid {
+        Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
+        None => format!("pid {pid}: /proc/{pid}/fd not readable"),
+    }));
     let see = "run as root, or give sockstat CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see \
-               README), to see their owners";
-    let sockets_text = counted(hidden, "socket", "sockets");
-    let message = match &unseen.hidepid {
+               README), to see them";
+    let n = counted(hidden + partial, "socket", "sockets");
+    let which = match (hidden, partial) {
+        (_, 0) => format!("hidden processes may hold {n} with no holder shown"),
+        (0, _) => format!("hidden processes may also hold {n} whose holders are shown"),
+        (h, p) => format!("hidden processes may hold {n} ({h} showing no holder, {p} some)"),
+    };
+    let why = match &unseen.hidepid {
         HidePid::Hides {
             mount_point,
             option,
         } => format!(
-            "{sockets_text} may belong to processes whose owners are hidden: {} is mounted with \
-             {option}, which hides other users' processes from uid {}; {see}",
+            "{} is mounted with {option}, which hides other users' processes from uid {}; {see}",
             mount_point.display(),
             unseen.euid
         ),
-        HidePid::Unknown(why) => format!(
-            "{sockets_text} may belong to processes whose owners are hidden: whether /proc \
-             hides other users' processes cannot be told ({why}); {see}"
-        ),
+        HidePid::Unknown(why) => {
+            format!("whether /proc hides other users' processes cannot be told ({why}); {see}")
+        }
         HidePid::No if root => format!(
-            "{sockets_text} may belong to {} whose owners are hidden: even root may not read \
-             their /proc/PID/fd here (ptrace access denied: Yama, a security module or a user \
-             namespace boundary)",
+            "even root may not read the fd tables of {} here (ptrace access denied: Yama, a \
+             security module or a user namespace boundary)",
             counted(unseen.unreadable.len(), "process", "processes")
         ),
         HidePid::No => format!(
-            "{sockets_text} may belong to {} whose owners are hidden: uid {} may not read their \
-             /proc/PID/fd; {see}",
-            counted(unseen.unreadable.len(), "process", "processes"),
-            unseen.euid
+            "uid {} may not read the fd tables of {}; {see}",
+            unseen.euid,
+            counted(unseen.unreadable.len(), "process", "processes")
         ),
     };
+    let message = format!("{which}: {why}");
     out.push(
         Warning::new(WarningCode::OwnersHidden, message)
-            .count(hidden as u64)
+            .count((hidden + partial) as u64)
             .details(details),
     );
     out
@@ -270,6 +297,21 @@ mod tests {
         s
     }
 
+    fn procs(uids: &[(u32, u32)]) -> std::collections::HashMap<u32, crate::model::Process> {
+        uids.iter()
+            .map(|&(pid, uid)| {
+                (
+                    pid,
+                    crate::model::Process {
+                        pid,
+                        uid: Some(uid),
+                        ..Default::default()
+                    },
+                )
+            })
+            .collect()
+    }
+
     fn holder(inode: u64, pid: u32, fd: u32) -> Holder {
         Holder {
             inode,
@@ -299,19 +341,55 @@ mod tests {
             euid: 1000,
             ..Unseen::default()
         };
-        join(&mut socks, &index, &unseen);
+        join(&mut socks, &index, &unseen, &procs(&[(10, 1000)]));
         assert_eq!(socks[0].owners_status, OwnersStatus::Known);
         assert_eq!(socks[1].owners_status, OwnersStatus::Hidden);
         assert_eq!(socks[2].owners_status, OwnersStatus::None);
         let w = warnings(&socks, &unseen, false);
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].code, WarningCode::OwnersHidden);
+        assert_eq!(w[0].count, Some(1));
         assert!(
-            w[0].message
-                .starts_with("1 socket may belong to 1 process whose owners are hidden"),
+            w[0].message.starts_with(
+                "hidden processes may hold 1 socket with no holder shown: uid 1000 may not read \
+                 the fd tables of 1 process"
+            ),
             "{}",
             w[0].message
         );
+    }
+
+    #[test]
+    fn a_root_made_socket_held_by_visible_workers_is_partial() {
+        // nginx as seen by www-data (uid 33): the listener was made by the root master, whose
+        // fd table cannot be read; the four workers can.
+        let index = OwnerIndex::new((0..4).map(|i| holder(9, 100 + i, 6)).collect());
+        let workers = procs(&[(100, 33), (101, 33), (102, 33), (103, 33)]);
+        let mut socks = vec![listener(9, 0)];
+        let unseen = Unseen {
+            unreadable: vec![(99, Some(0))],
+            euid: 33,
+            ..Unseen::default()
+        };
+        join(&mut socks, &index, &unseen, &workers);
+        assert_eq!(socks[0].owners_status, OwnersStatus::Partial);
+        assert_eq!(socks[0].owners.len(), 4);
+        let w = warnings(&socks, &unseen, false);
+        assert!(
+            w[0].message
+                .starts_with("hidden processes may also hold 1 socket whose holders are shown"),
+            "{}",
+            w[0].message
+        );
+        // The same as root, with nothing unreadable: known.
+        let mut socks = vec![listener(9, 0)];
+        join(&mut socks, &index, &Unseen::default(), &workers);
+        assert_eq!(socks[0].owners_status, OwnersStatus::Known);
+        // A socket whose creator's uid is among the holders shown is known, even with root
+        // processes unreadable (a sandbox whose pid 1 even root may not read).
+        let mut socks = vec![listener(9, 33)];
+        join(&mut socks, &index, &unseen, &workers);
+        assert_eq!(socks[0].owners_status, OwnersStatus::Known);
     }
 
     #[test]
@@ -322,7 +400,7 @@ mod tests {
             euid: 0,
             ..Unseen::default()
         };
-        join(&mut socks, &OwnerIndex::default(), &unseen);
+        join(&mut socks, &OwnerIndex::default(), &unseen, &procs(&[]));
         assert_eq!(socks[0].owners_status, OwnersStatus::Hidden);
         let w = warnings(&socks, &unseen, true);
         assert_eq!(w[0].code, WarningCode::OwnersIncomplete);
@@ -341,10 +419,11 @@ mod tests {
             euid: 1000,
             ..Unseen::default()
         };
-        join(&mut socks, &OwnerIndex::default(), &unseen);
+        join(&mut socks, &OwnerIndex::default(), &unseen, &procs(&[]));
         assert_eq!(socks[0].owners_status, OwnersStatus::Hidden);
         assert_eq!(socks[1].owners_status, OwnersStatus::None);
         let w = warnings(&socks, &unseen, false);
         assert!(w[0].message.contains("cannot be told"), "{}", w[0].message);
+        assert!(w[0].details[0].starts_with("a socket is hidden"));
     }
 }

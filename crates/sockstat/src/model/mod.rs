@@ -412,6 +412,10 @@ impl Endpoint {
 pub enum OwnersStatus {
     /// At least one holder was found; `owners` lists every one.
     Known,
+    /// Some holders were found (`owners`), and a process these privileges cannot inspect runs
+    /// as the socket's uid, so it may hold the socket too (`sockstat::join` says how this is
+    /// decided).
+    Partial,
     /// No process holds it (TIME_WAIT, orphans, kernel sockets), as far as could be seen.
     #[default]
     None,

@@ -16,7 +16,7 @@ pub mod trace;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
-use crate::model::{Endpoint, Owner, Snapshot, Socket, UnixName};
+use crate::model::{Endpoint, Owner, OwnersStatus, Snapshot, Socket, UnixName};
 
 /// What the renderers show, from the command line.
 #[derive(Debug, Clone, Default)]
@@ -62,10 +62,13 @@ impl Options {
 }
 
 /// One output row: a socket and one of its holders (`None`: no known holder, shown as `?`).
+/// A socket whose holder list is partial gets a `?` row after the holders shown: others may
+/// hold it too.
 pub fn rows(snap: &Snapshot) -> impl Iterator<Item = (&Socket, Option<&Owner>)> {
     snap.sockets.iter().flat_map(|s| {
         let n = s.owners.len();
-        (0..n.max(1)).map(move |i| (s, s.owners.get(i)))
+        let unknown = usize::from(n == 0 || s.owners_status == OwnersStatus::Partial);
+        (0..n + unknown).map(move |i| (s, s.owners.get(i)))
     })
 }
 

@@ -142,7 +142,7 @@ pub(crate) fn collect_in(
                 euid: rustix::process::geteuid().as_raw(),
             };
             let index = OwnerIndex::new(scan.holders);
-            join::join(&mut sockets, &index, &unseen);
+            join::join(&mut sockets, &index, &unseen, &scan.processes);
             snap.processes = scan.processes;
             snap.warnings.extend(join::warnings(
                 &sockets,

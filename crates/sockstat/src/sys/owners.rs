@@ -490,7 +490,10 @@ impl<'a> Worker<'a> {
         let fd_dir = match open_dir_at(&pdir, c"fd") {
             Ok(fd) => fd,
             Err(Errno::ACCESS | Errno::PERM) => {
-                self.unreadable.push((pid, uid_of(&pdir)));
+                // A kernel thread holds no files: it is not a process that could hide a socket.
+                if !is_kernel_thread(&pdir) {
+                    self.unreadable.push((pid, uid_of(&pdir)));
+                }
                 return;
             }
             Err(Errno::NOENT | Errno::SRCH) => return,
@@ -591,6 +594,14 @@ fn walk_fds(
         }
     }
     Walk::Done
+}
+
+/// True when `stat` (readable by anyone) marks the process a kernel thread.
+fn is_kernel_thread(pdir: &OwnedFd) -> bool {
+    let mut buf = [0u8; 1024];
+    read_at(pdir, c"stat", &mut buf)
+        .and_then(|n| proc_pid::is_kernel_thread(&buf[..n]))
+        .unwrap_or(false)
 }
 
 /// Reads `comm` and the effective uid through the process directory fd.
