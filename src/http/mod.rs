@@ -258,7 +258,8 @@ impl Server {
         }
     }
 
-    /// True when the configuration asks for user names and passwords.
+    /// True when the configuration asks every client for a password or a verified
+    /// certificate.
     pub fn authenticates(&self) -> bool {
         self.web.as_ref().is_some_and(|w| {
             w.loaded
@@ -266,7 +267,7 @@ impl Server {
                 .unwrap_or_else(|p| p.into_inner())
                 .current
                 .as_ref()
-                .is_ok_and(|c| !c.users.is_empty())
+                .is_ok_and(|c| !c.users.is_empty() || c.clients_verified)
         })
     }
 

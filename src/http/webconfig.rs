@@ -69,6 +69,9 @@ struct RateLimitSection {
 pub struct WebConfig {
     /// The rustls server configuration, when `tls_server_config` sets anything.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Every client must present a certificate a configured CA signed
+    /// (`RequireAndVerifyClientCert`).
+    pub clients_verified: bool,
     /// User name → bcrypt hash; empty: no authentication.
     pub users: BTreeMap<String, String>,
     /// Extra response headers (`http_server_config.headers`).
@@ -180,6 +183,13 @@ fn load_text(path: &Path, text: &str) -> Result<WebConfig, String> {
         _ => None,
     };
 
+    let clients_verified = tls.is_some()
+        && file
+            .tls_server_config
+            .as_ref()
+            .and_then(|t| set(&t.client_auth_type))
+            == Some("RequireAndVerifyClientCert");
+
     let users = file.basic_auth_users.unwrap_or_default();
     for (user, hash) in &users {
         if user.contains(':') {
@@ -254,6 +264,7 @@ fn load_text(path: &Path, text: &str) -> Result<WebConfig, String> {
 
     Ok(WebConfig {
         tls,
+        clients_verified,
         users,
         headers,
         rate_limit,

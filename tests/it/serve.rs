@@ -50,7 +50,12 @@ impl Served {
 
     /// Its stderr once it contains every one of `needles` (or after 10 s, as it is).
     pub fn log_with(&self, needles: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        self.log_within(needles, Duration::from_secs(10))
+    }
+
+    /// Its stderr once it contains every one of `needles` (or after `wait`, as it is).
+    pub fn log_within(&self, needles: &[&str], wait: Duration) -> String {
+        let deadline = Instant::now() + wait;
         loop {
             let log = self.log();
             if needles.iter().all(|n| log.contains(n)) || Instant::now() > deadline {
@@ -64,6 +69,15 @@ impl Served {
 /// Starts `sockstat serve --listen 127.0.0.1:0 ARGS`, under `prefix` (e.g. setpriv) when given;
 /// returns once it listens.
 pub fn serve_with(prefix: &[&str], args: &[&str]) -> Served {
+    start(prefix, "127.0.0.1:0", args)
+}
+
+/// Starts `sockstat serve --listen ADDR ARGS`.
+pub fn serve_on(addr: &str, args: &[&str]) -> Served {
+    start(&[], addr, args)
+}
+
+fn start(prefix: &[&str], listen: &str, args: &[&str]) -> Served {
     let mut c = match prefix.split_first() {
         Some((p, rest)) => {
             let mut c = Command::new(p);
@@ -72,7 +86,7 @@ pub fn serve_with(prefix: &[&str], args: &[&str]) -> Served {
         }
         None => Command::new(SOCKSTAT),
     };
-    c.args(["serve", "--listen", "127.0.0.1:0"])
+    c.args(["serve", "--listen", listen])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -715,3 +715,30 @@ fn the_example_web_config_works_as_shipped_once_its_files_exist() {
         Ok(401)
     );
 }
+
+#[test]
+fn a_public_address_warns_only_when_nothing_authenticates_clients() {
+    let p = pki();
+    let dir = tempdir();
+    write_pki(dir.path(), &p);
+    let open = write_file(
+        dir.path(),
+        "open.yml",
+        "tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n",
+    );
+    let certs = write_file(
+        dir.path(),
+        "certs.yml",
+        "tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n  \
+         client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n",
+    );
+    // 0.0.0.0 with a port of 0: every interface, a free port, the warning decided at start.
+    let warned = |config: &str| {
+        let s = crate::serve::serve_on("0.0.0.0:0", &["--web.config.file", config]);
+        // The warning follows the banner at once, from the same thread.
+        let log = s.log_within(&["reachable from other hosts"], Duration::from_secs(2));
+        log.contains("reachable from other hosts")
+    };
+    assert!(warned(&open), "TLS alone authenticates no one");
+    assert!(!warned(&certs), "client certificates are verified");
+}
