@@ -5,7 +5,9 @@
 mod cli;
 mod commands;
 mod generate;
+mod http;
 mod output;
+mod privileges;
 mod watch;
 
 use std::io::{self, Write};

@@ -1,6 +1,7 @@
 //! The Debian package: `cargo deb` builds it (from `[package.metadata.deb]` in Cargo.toml), it
 //! is unpacked into a scratch root with `dpkg-deb -x`, every file is checked against the
-//! repository's copy, and the installed binary runs.
+//! repository's copy, the exporter's systemd unit is verified where it is installed and left
+//! disabled by the maintainer scripts, and the installed binary runs.
 //!
 //! Opt-in: it runs only with `SOCKSTAT_TEST_DEB=1` and cargo-deb installed, because `cargo deb`
 //! makes a release build (about a minute the first time, seconds when target/release is
@@ -49,7 +50,7 @@ fn gunzip(p: &Path) -> Vec<u8> {
 }
 
 #[test]
-fn deb_installs_the_binary_man_page_completions_and_docs() {
+fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
     if std::env::var_os("SOCKSTAT_TEST_DEB").is_none_or(|v| v != "1") {
         return skip("set SOCKSTAT_TEST_DEB=1 to run it (it makes a release build)");
     }
@@ -116,6 +117,26 @@ fn deb_installs_the_binary_man_page_completions_and_docs() {
         ),
         ("README.md", "usr/share/doc/sockstat/README.md"),
         ("SECURITY.md", "usr/share/doc/sockstat/SECURITY.md"),
+        (
+            "contrib/systemd/sockstat-exporter.service",
+            "usr/lib/systemd/system/sockstat-exporter.service",
+        ),
+        (
+            "contrib/systemd/sockstat-exporter.default",
+            "etc/default/sockstat-exporter",
+        ),
+        (
+            "contrib/prometheus/sockstat.rules.yml",
+            "usr/share/doc/sockstat/examples/sockstat.rules.yml",
+        ),
+        (
+            "contrib/prometheus/sockstat.rules.test.yml",
+            "usr/share/doc/sockstat/examples/sockstat.rules.test.yml",
+        ),
+        (
+            "contrib/web-config.yml",
+            "usr/share/doc/sockstat/examples/web-config.yml",
+        ),
     ] {
         let got = std::fs::read(installed(to)).unwrap_or_else(|e| panic!("{to}: {e}"));
         assert_eq!(got, repo(from), "{to} differs from {from}");
@@ -130,6 +151,63 @@ fn deb_installs_the_binary_man_page_completions_and_docs() {
     };
     assert_eq!(text, repo("CHANGELOG.md"));
     assert!(installed("usr/share/doc/sockstat/copyright").exists());
+
+    // The exporter's unit is installed disabled and stopped: the maintainer scripts register
+    // it with systemd but enable it only if the administrator had (an upgrade), and start
+    // nothing; /etc/default/sockstat-exporter is a conffile (the administrator's flags survive
+    // upgrades). systemd-analyze verifies the unit as installed, next to the installed binary.
+    let control = tempfile::tempdir().expect("tempdir");
+    run(Command::new("dpkg-deb")
+        .arg("-e")
+        .arg(deb)
+        .arg(control.path()));
+    let script =
+        |name: &str| std::fs::read_to_string(control.path().join(name)).unwrap_or_default();
+    let postinst = script("postinst");
+    assert!(
+        postinst.contains("deb-systemd-helper update-state sockstat-exporter.service"),
+        "{postinst}"
+    );
+    for line in postinst.lines() {
+        let l = line.trim();
+        if l.starts_with("deb-systemd-helper enable") {
+            assert!(
+                postinst.contains("was-enabled sockstat-exporter.service"),
+                "{postinst}"
+            );
+        }
+        assert!(
+            !l.contains("deb-systemd-invoke start") && !l.contains("systemctl start"),
+            "postinst starts the exporter: {postinst}"
+        );
+    }
+    assert_eq!(
+        script("conffiles").trim(),
+        "/etc/default/sockstat-exporter",
+        "conffiles"
+    );
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let out = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(format!("--root={}", root.path().display()))
+            .args(["--man=no", "--recursive-errors=no"])
+            .arg(installed(
+                "usr/lib/systemd/system/sockstat-exporter.service",
+            ))
+            .output()
+            .expect("systemd-analyze");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "systemd-analyze verify: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("SKIPPED: systemd-analyze not found; the installed unit was not verified");
+    }
 
     // The installed binary runs.
     let bin = installed("usr/bin/sockstat");

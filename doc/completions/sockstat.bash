@@ -437,7 +437,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__serve)
-            opts="-h --listen --top --scrape-budget --proc-root --help --watch --count"
+            opts="-h --listen --top --scrape-budget --web.config.file --proc-root --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -452,6 +452,10 @@ _sockstat() {
                     return 0
                     ;;
                 --scrape-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --web.config.file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,8 +1,9 @@
 //! `sockstat serve`: a Prometheus exporter. `GET /metrics` answers in the text exposition format
 //! (`sockstat::render::metrics`) from a fresh collection of the namespace sockstat runs in.
 //!
-//! One worker thread collects; the HTTP loop answers one request at a time, so neither
-//! collections nor scrapes ever overlap. A scrape waits for its collection at most
+//! The HTTP layer (TLS, authentication, methods) is `crate::http`; this file answers its
+//! requests. One worker thread collects, so collections never overlap; scrapes arriving together
+//! (one thread per connection) wait for the same collection. A scrape waits for it at most
 //! `--scrape-budget`; past it, the scrape is answered from the last collection with its age
 //! (`sockstat_snapshot_age_seconds`) while the worker finishes, and the next scrape gets the
 //! result. The worker keeps what the next collection reuses: the previous sample (diagnosis
@@ -28,6 +29,8 @@ use sockstat::{
 };
 
 use crate::cli::Cli;
+use crate::http::{Method, Request, Response, Server};
+use crate::privileges;
 
 /// The owner cache is refreshed at least this often, so a listener handed to another process
 /// (or whose holder exited while a child kept it) gets its `command` label corrected.
@@ -55,16 +58,23 @@ fn parse_budget(s: &str) -> Result<Duration, String> {
 Metrics (doc/serve.md): sockstat_sockets, sockstat_listen_queue, sockstat_listen_backlog,
 sockstat_ephemeral_ports_used, sockstat_ephemeral_ports_usage_ratio,
 sockstat_ephemeral_ports_usable, sockstat_ephemeral_destinations, sockstat_findings,
-sockstat_kernel_counter_total, sockstat_up, sockstat_scrape_duration_seconds,
-sockstat_snapshot_age_seconds, sockstat_collect_duration_seconds.
-sockstat_findings needs two collections: the first scrape has none.
+sockstat_kernel_trouble_total, sockstat_listeners_command_unknown, sockstat_up,
+sockstat_scrape_duration_seconds, sockstat_snapshot_age_seconds,
+sockstat_collect_duration_seconds, sockstat_scrape_budget_exceeded_total,
+sockstat_owner_scans_total. sockstat_findings needs two collections: the first scrape has none.
+GET and HEAD are answered; other methods get 405.
+
+Privileges: it keeps CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (to name the processes holding
+listeners) and drops every other capability once it listens.
 
 Examples:
   sockstat serve                             http://127.0.0.1:9277/metrics
   sockstat serve --listen 0.0.0.0:9277       every interface (metrics name processes: firewall it)
   sockstat serve --top 50 --scrape-budget 10s
+  sockstat serve --web.config.file /etc/sockstat/web.yml   TLS and passwords (doc/serve.md)
 
-Exit status: runs until stopped; 2 when it cannot listen or the flags are wrong.")]
+Exit status: runs until stopped; 2 when it cannot listen, the web configuration file is bad,
+or the flags are wrong.")]
 pub struct ServeArgs {
     /// Address and port to serve /metrics on. Loopback by default: the metrics name processes,
     /// addresses and ports.
@@ -78,6 +88,11 @@ pub struct ServeArgs {
     /// with its age (sockstat_snapshot_age_seconds).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_budget)]
     pub scrape_budget: Duration,
+    /// The Prometheus exporter toolkit's web configuration file (as node_exporter's): TLS,
+    /// client certificates, basic-auth users with bcrypt hashes, extra headers, a rate limit.
+    /// Checked at start; read again when it or a file it names changes.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
     /// Read /proc from this directory (testing).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -288,18 +303,32 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         .proc_root
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc"));
-    let server = tiny_http::Server::http(a.listen)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", a.listen))?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| a.listen.to_string(), |s| s.to_string());
-    eprintln!("sockstat: serving metrics on http://{bound}/metrics");
-    if !a.listen.ip().is_loopback() {
+    let server = Server::bind(a.listen, a.web_config_file.as_deref())
+        .map_err(|e| anyhow::anyhow!("{}", e))?;
+    let bound = server.local_addr().unwrap_or(a.listen);
+    eprintln!(
+        "sockstat: serving metrics on {}://{bound}/metrics",
+        server.scheme()
+    );
+    for note in server.notes() {
+        eprintln!("sockstat: note: {note}");
+    }
+    if !a.listen.ip().is_loopback() && !server.authenticates() {
         eprintln!(
             "sockstat: warning: {} is reachable from other hosts; the metrics name processes, \
-             addresses and ports: restrict it with a firewall",
+             addresses and ports: restrict it with a firewall, or require a password or a client \
+             certificate (--web.config.file)",
             a.listen
+        );
+    }
+    // Listening and the web configuration (certificate files included) are done: keep only
+    // what naming owners takes, before any thread starts (capabilities are per thread).
+    let kept = privileges::keep_only(privileges::EXPORTER).context("dropping capabilities")?;
+    if !kept.missing.is_empty() {
+        eprintln!(
+            "sockstat: warning: without {}, listeners held by other users' processes are \
+             labelled command=\"?\" (give it those capabilities or run it as root; doc/serve.md)",
+            privileges::names(kept.missing).join(" and ")
         );
     }
 
@@ -338,30 +367,24 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         })
         .context("starting the collection thread")?;
 
-    for request in server.incoming_requests() {
-        let path = request.url().split('?').next().unwrap_or("");
-        let response = match (request.method(), path) {
-            (tiny_http::Method::Get, "/metrics") => {
-                let body = scrape(&shared, &tx, a.scrape_budget);
-                tiny_http::Response::from_data(body).with_header(header(metrics::CONTENT_TYPE))
+    let budget = a.scrape_budget;
+    let handler = move |req: &Request<'_>| -> Response {
+        match (req.path, req.method) {
+            ("/metrics", Method::Get) => {
+                Response::ok(metrics::CONTENT_TYPE, scrape(&shared, &tx, budget))
             }
-            (tiny_http::Method::Get, "/") => {
-                tiny_http::Response::from_data(b"sockstat exporter: metrics at /metrics\n".to_vec())
-                    .with_header(header("text/plain; charset=utf-8"))
-            }
-            _ => tiny_http::Response::from_data(b"not found: try /metrics\n".to_vec())
-                .with_status_code(404)
-                .with_header(header("text/plain; charset=utf-8")),
-        };
-        // A client that went away is its own problem, never the exporter's.
-        let _ = request.respond(response);
-    }
+            // A HEAD probes that the exporter answers; it does not start a collection.
+            ("/metrics", Method::Head) => Response::head_only(metrics::CONTENT_TYPE),
+            ("/", Method::Get | Method::Head) => Response::ok(
+                "text/plain; charset=utf-8",
+                b"sockstat exporter: metrics at /metrics\n".to_vec(),
+            ),
+            ("/metrics" | "/", Method::Other) => Response::method_not_allowed("GET, HEAD"),
+            _ => Response::not_found(),
+        }
+    };
+    server.run(Arc::new(handler)).context("serving HTTP")?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn header(content_type: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes())
-        .unwrap_or_else(|()| unreachable!("a constant header is valid"))
 }
 
 /// One scrape: starts a collection unless one is running, waits for it within the budget, and

@@ -19,6 +19,11 @@ mod output;
 mod owner_scan;
 mod pipe;
 mod replay;
+mod rules;
+mod serve;
+mod serve_privileges;
+mod serve_tls;
+mod service;
 mod unprivileged;
 
 #[used]

@@ -124,7 +124,12 @@ fn zone_of<'a>(snap: &'a Snapshot, s: &Socket, default: &'a str) -> &'a str {
     snap.zone_of(s).map_or(default, |z| z.name.as_str())
 }
 
-/// The holders' distinct command names, sorted, joined with `,` (`""` when none is known).
+/// The `command` label of a listener no holder of which could be named.
+pub const UNKNOWN_COMMAND: &str = "?";
+
+/// The holders' distinct command names, sorted, joined with `,`; [`UNKNOWN_COMMAND`] when none
+/// is known (no process the collector could read holds it: another user's process without the
+/// privilege to read its file descriptors, or a socket held by the kernel only).
 fn commands(snap: &Snapshot, s: &Socket) -> String {
     let names: BTreeSet<Cow<'_, str>> = s
         .owners
@@ -132,6 +137,9 @@ fn commands(snap: &Snapshot, s: &Socket) -> String {
         .filter_map(|o| snap.process(o.pid)?.command.as_ref())
         .map(|c| c.to_string_lossy())
         .collect();
+    if names.is_empty() {
+        return UNKNOWN_COMMAND.to_string();
+    }
     names.into_iter().collect::<Vec<_>>().join(",")
 }
 
@@ -191,6 +199,7 @@ fn write_listeners(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result
     let snap = input.snapshot;
     type Key<'a> = (&'a str, Proto, String, u16, String);
     let mut by: BTreeMap<Key<'_>, (u64, u64)> = BTreeMap::new();
+    let mut unknown: BTreeMap<&str, u64> = BTreeMap::new();
     for s in &snap.sockets {
         let Endpoint::Inet { addr, port } = s.local else {
             continue;
@@ -205,6 +214,9 @@ fn write_listeners(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result
             port,
             commands(snap, s),
         );
+        if key.4 == UNKNOWN_COMMAND {
+            *unknown.entry(key.0).or_default() += 1;
+        }
         let e = by.entry(key).or_default();
         e.0 += u64::from(s.recv_q);
         e.1 += u64::from(s.send_q);
@@ -239,6 +251,28 @@ fn write_listeners(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result
                 if pick == 0 { v.0 } else { v.1 },
             )?;
         }
+    }
+    header(
+        out,
+        "sockstat_listeners_command_unknown",
+        "gauge",
+        "Listening sockets whose holding process could not be named (command=\"?\"): another \
+         user's process without CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, or a kernel socket.",
+    )?;
+    // Every zone that has listeners gets a sample, zeros included, so an alert sees it fall.
+    let zones: BTreeSet<&str> = by
+        .keys()
+        .map(|k| k.0)
+        .chain(std::iter::once(input.zone))
+        .collect();
+    for zone in zones {
+        let n = unknown.get(zone).copied().unwrap_or(0);
+        sample(
+            out,
+            "sockstat_listeners_command_unknown",
+            &[("zone", zone)],
+            n,
+        )?;
     }
     Ok(())
 }
@@ -528,6 +562,32 @@ mod tests {
         );
         assert!(text.contains("address=\"::1\",port=\"22\""));
         assert!(!text.contains("port=\"53\""));
+    }
+
+    #[test]
+    fn a_listener_whose_holder_is_unknown_says_so_and_is_counted() {
+        let mut snap = snapshot(b"nginx");
+        assert!(render(&input(&snap))
+            .contains("sockstat_listeners_command_unknown{zone=\"global\"} 0\n"));
+        // The sshd listener's holder could not be read; one of nginx's two has an owner whose
+        // process record is gone.
+        snap.sockets[2].owners.clear();
+        snap.sockets[2].owners_status = OwnersStatus::Hidden;
+        snap.sockets[1].owners = vec![Owner { pid: 99, fd: 4 }];
+        let text = render(&input(&snap));
+        assert!(
+            text.contains("sockstat_listen_queue{proto=\"tcp\",address=\"::1\",port=\"22\",command=\"?\",zone=\"global\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("address=\"0.0.0.0\",port=\"80\",command=\"?\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("sockstat_listeners_command_unknown{zone=\"global\"} 2\n"),
+            "{text}"
+        );
+        assert!(!text.contains("command=\"\""), "{text}");
     }
 
     #[test]

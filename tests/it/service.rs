@@ -1,0 +1,140 @@
+//! The systemd unit the .deb installs (contrib/systemd/sockstat-exporter.service):
+//! `systemd-analyze verify` accepts it in a scratch root holding the binary where the unit
+//! expects it (and rejects a broken copy, so the check can fail), `systemd-analyze security`
+//! rates its exposure, and its capability lines are exactly what the exporter keeps
+//! (tests/it/serve_privileges.rs runs the exporter with those credentials). The machines this
+//! runs on have no systemd as PID 1, so the unit itself is not started here.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+use crate::serve::which;
+
+const UNIT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/contrib/systemd/sockstat-exporter.service"
+);
+
+fn unit() -> String {
+    std::fs::read_to_string(UNIT).expect("the unit file")
+}
+
+/// The values of `key=` lines in the unit.
+fn values(text: &str, key: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A scratch root with the unit (as `text`) and the binary where the package puts them; returns
+/// the root and the unit's path in it.
+fn root_with(text: &str) -> (tempfile::TempDir, String) {
+    let root = tempdir();
+    let units = root.path().join("usr/lib/systemd/system");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::create_dir_all(root.path().join("usr/bin")).unwrap();
+    std::fs::copy(SOCKSTAT, root.path().join("usr/bin/sockstat")).expect("copy the binary");
+    let unit = units.join("sockstat-exporter.service");
+    std::fs::write(&unit, text).unwrap();
+    let unit = unit.to_str().unwrap().to_string();
+    (root, unit)
+}
+
+/// `systemd-analyze verify` of a unit in a root: (success, what it printed).
+pub fn verify(root: &Path, unit: &str) -> (bool, String) {
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(format!("--root={}", root.display()))
+        .args(["--man=no", "--recursive-errors=no", unit])
+        .output()
+        .expect("systemd-analyze");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn systemd_analyze_verifies_the_unit() {
+    if !which("systemd-analyze") {
+        eprintln!("SKIPPED: systemd-analyze not found (Debian package systemd)");
+        return;
+    }
+    let (root, path) = root_with(&unit());
+    let (ok, said) = verify(root.path(), &path);
+    assert!(
+        ok && said.trim().is_empty(),
+        "systemd-analyze verify: {said}"
+    );
+    // The check can fail: a misspelt key, and a missing binary.
+    let (bad_root, bad) = root_with(&unit().replace("ProtectSystem=", "ProtectSystm="));
+    let (ok, said) = verify(bad_root.path(), &bad);
+    assert!(!ok && said.contains("ProtectSystm"), "{said}");
+    std::fs::remove_file(root.path().join("usr/bin/sockstat")).unwrap();
+    let (ok, said) = verify(root.path(), &path);
+    assert!(!ok && said.contains("/usr/bin/sockstat"), "{said}");
+
+    // Exposure, as systemd rates it (0 = fully sandboxed, 10 = not at all); this unit scores
+    // 2.2 with systemd 252: what stays open is what the exporter needs (the host's network and
+    // process table, ptrace-read access, netlink).
+    let (root, path) = root_with(&unit());
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=yes"])
+        .arg(format!("--root={}", root.path().display()))
+        .arg(&path)
+        .output()
+        .expect("systemd-analyze security");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let score: f64 = text
+        .lines()
+        .find_map(|l| l.split("sockstat-exporter.service: ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no exposure level in:\n{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(score <= 3.0, "exposure {score}:\n{text}");
+}
+
+#[test]
+fn the_unit_grants_exactly_what_the_exporter_keeps_and_is_hardened() {
+    let text = unit();
+    let want: BTreeSet<&str> = ["CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE"].into();
+    for key in ["CapabilityBoundingSet", "AmbientCapabilities"] {
+        let v = values(&text, key);
+        assert_eq!(v.len(), 1, "one {key}= line: {v:?}");
+        let got: BTreeSet<&str> = v[0].split_whitespace().collect();
+        assert_eq!(got, want, "{key}");
+    }
+    for line in [
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "ProtectHome=yes",
+        "RestartPreventExitStatus=2",
+        "ExecStart=/usr/bin/sockstat serve $ARGS",
+        "EnvironmentFile=-/etc/default/sockstat-exporter",
+        "WantedBy=multi-user.target",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line} in the unit");
+    }
+    // Nothing that would hide the processes or the network the exporter reports on.
+    for key in [
+        "PrivateNetwork",
+        "PrivateUsers",
+        "ProtectProc",
+        "ProcSubset",
+    ] {
+        assert!(values(&text, key).is_empty(), "{key}= must stay unset");
+    }
+}
