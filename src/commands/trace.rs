@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::render::trace::{bytes_label, rate_label};
+use sockstat::render::fmt::{byte_rate, bytes};
 use sockstat::trace::{Point, Trace};
 use sockstat::{Proto, Snapshot, Socket};
 
@@ -91,7 +91,7 @@ fn candidates<'a>(snap: &'a Snapshot, a: &TraceArgs) -> Vec<&'a Socket> {
 
 /// `tcp4 192.0.2.1:40000 198.51.100.2:5001 ESTABLISHED iperf3[4121] fd 5`.
 fn describe(snap: &Snapshot, s: &Socket) -> String {
-    crate::watch::event_line(' ', snap, s, false)
+    sockstat::render::events::line(' ', snap, s, false)
         .trim_start()
         .to_string()
 }
@@ -221,7 +221,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                 summary.samples, summary.duration_s
             )];
             if let Some(r) = summary.acked_bytes_per_sec {
-                facts.push(format!("acked {}", rate_label(r)));
+                facts.push(format!("acked {}", byte_rate(r)));
             }
             if let Some(sh) = summary.sndbuf_limited_share {
                 facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
@@ -230,7 +230,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                 facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
             }
             if let Some(p) = trace.points.last().and_then(|p| p.sndbuf_bytes) {
-                facts.push(format!("send buffer {}", bytes_label(p as f64)));
+                facts.push(format!("send buffer {}", bytes(p as f64)));
             }
             writeln!(out, "{title}")
                 .and_then(|()| {
