@@ -37,6 +37,16 @@ macro_rules! require_root {
 }
 pub(crate) use require_root;
 
+/// The harness's name of test function `f` in the module whose `module_path!()` is `module`
+/// (`watch::f` for `it::watch`): what `--exact` needs to run that one test when this binary is
+/// re-run as a helper.
+pub fn test_path(module: &str, f: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{f}"),
+        None => f.to_string(),
+    }
+}
+
 /// A name unique to this test process and call: `tag-<pid>-<n>`.
 pub fn unique(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);

@@ -1,4 +1,4 @@
-//! Shared by tests/ports.rs and tests/counters.rs: a private network namespace per test, and
+//! Shared by the ports and counters tests: a private network namespace per test, and
 //! a way to run socket-making code inside it.
 //!
 //! A test harness process is multithreaded, so it cannot `setns(2)` itself into a namespace.

@@ -1,25 +1,15 @@
 //! `sockstat --watch`, `--events`, `--count` against real sockets held by sockholder (this test
 //! binary re-executes itself as the holder, as tests/it does), piped and on a pseudo-terminal.
 
-#[path = "it/common.rs"]
-#[allow(unused_imports, unused_macros)]
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{run_on_pty, sockstat, validate, Holder};
+use crate::common::{run_on_pty, sockstat, validate, Holder};
 use serde_json::{json, Value};
 
-#[used]
-#[link_section = ".init_array"]
-static HOLDER_CTOR: extern "C" fn() = holder_ctor;
-
-extern "C" fn holder_ctor() {
-    sockstat_testkit::holder::run_if_requested();
-}
 
 /// Starts sockstat with `args`, then calls `during` while it runs, then returns its stdout
 /// lines and exit status (the run must end by itself, through --count, within 30 s).
