@@ -1,15 +1,13 @@
 //! `sockstat --watch`, `--events`, `--count` against real sockets held by sockholder (this test
 //! binary re-executes itself as the holder, as tests/it does), piped and on a pseudo-terminal.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::common::{run_on_pty, sockstat, validate, Holder};
+use crate::common::{run_on_pty, schema_errors, sockstat, validate, validate_against, Holder};
 use serde_json::{json, Value};
-
 
 /// Starts sockstat with `args`, then calls `during` while it runs, then returns its stdout
 /// lines and exit status (the run must end by itself, through --count, within 30 s).
@@ -99,6 +97,8 @@ fn json_events_carry_the_listing_socket_object() {
     let mut kinds = Vec::new();
     for e in &events {
         assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+        validate_against("events.schema.json", e);
+        assert_eq!(e["version"], 1, "{e}");
         // The socket object is the listing's: it validates as one.
         validate(&json!({"version": 1, "sockets": [e["socket"]], "warnings": []}));
         if e["socket"]["local"]["port"] == port {
@@ -157,7 +157,7 @@ fn tcp_info_watch_is_a_time_series_per_connection() {
     let h = Holder::spawn(&["tcp4-pair:127.0.0.1"]);
     let port = h.item(0).role("listener").port().to_string();
     let out = sockstat(&[
-        "-T", "--json", "--watch", "0.1", "--count", "2", "-P", "tcp",
+        "-T", "-m", "--cgroup", "--json", "--watch", "0.1", "--count", "2", "-P", "tcp",
     ])
     .args(&["-p", &port, "--pid", &h.pid().to_string()])
     .ok();
@@ -170,6 +170,8 @@ fn tcp_info_watch_is_a_time_series_per_connection() {
     assert_eq!(samples.len(), 4, "{}", out.stdout);
     let mut cookies = std::collections::BTreeSet::new();
     for s in &samples {
+        validate_against("series.schema.json", s);
+        assert_eq!(s["version"], 1, "{s}");
         assert!(s["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{s}");
         assert_eq!(s["state"], "ESTABLISHED", "{s}");
         for k in [
@@ -184,10 +186,73 @@ fn tcp_info_watch_is_a_time_series_per_connection() {
         assert_eq!(s["local"]["address"], "127.0.0.1", "{s}");
         assert_eq!(s["remote"]["address"], "127.0.0.1", "{s}");
         assert_eq!(s["owners"][0]["pid"], h.pid(), "{s}");
+        // -T gives the timer, -m the memory and --cgroup the cgroup, as in the listing.
+        assert!(s["timer"]["kind"].is_string(), "{s}");
+        assert!(s["memory"]["sndbuf_bytes"].as_u64() > Some(0), "{s}");
+        assert!(s["cgroup"]["id"].is_u64(), "{s}");
+        assert!(s.get("tcp").is_none() && s.get("type").is_none(), "{s}");
         cookies.insert(s["cookie"].as_str().expect("cookie").to_string());
     }
     assert_eq!(cookies.len(), 2, "the same two connections each time");
     assert_ne!(samples[0]["time"], samples[2]["time"]);
+}
+
+#[test]
+fn the_record_schemas_reject_what_the_contract_does_not_allow() {
+    // A series record and an event as sockstat writes them (a loopback connection, trimmed).
+    let sample = json!({
+        "version": 1, "time": "2026-11-22T14:50:01.123Z", "cookie": "8812", "id": 51231,
+        "proto": "tcp", "family": "inet", "state": "ESTABLISHED",
+        "local": {"address": "127.0.0.1", "port": 5432},
+        "remote": {"address": "127.0.0.1", "port": 40512},
+        "recv_q": 0, "send_q": 0,
+        "owners": [{"pid": 4121, "fd": 7, "command": "postgres", "uid": 0, "user": "root"}],
+        "ca_state": "open", "rtt_us": 52, "cwnd_pkts": 10, "bytes_acked": 1,
+        "options": {"timestamps": true, "sack": true, "wscale": true, "ecn": false,
+                    "ecn_seen": false, "syn_data": false},
+        "tcp_info_bytes": 280
+    });
+    assert!(schema_errors("series.schema.json", &sample).is_empty());
+    let event = json!({
+        "version": 1, "event": "close", "time": "2026-11-22T14:50:01.123Z",
+        "socket": {
+            "id": 51231, "cookie": "8812", "proto": "tcp", "family": "inet", "type": "stream",
+            "state": "LISTEN", "local": {"address": "127.0.0.1", "port": 5432}, "remote": null,
+            "recv_q": 0, "send_q": 128, "uid": 0, "user": "root", "owners_status": "none",
+            "owners": []
+        }
+    });
+    assert!(schema_errors("events.schema.json", &event).is_empty());
+    let broken = |schema: &'static str, base: &Value, edit: &dyn Fn(&mut Value)| {
+        let mut v = base.clone();
+        edit(&mut v);
+        assert!(
+            !schema_errors(schema, &v).is_empty(),
+            "{schema} accepted {v}"
+        );
+    };
+    broken("series.schema.json", &sample, &|v| v["version"] = json!(2));
+    broken("series.schema.json", &sample, &|v| {
+        v["cookie"] = json!(8812)
+    });
+    broken("series.schema.json", &sample, &|v| {
+        v["time"] = json!("yesterday")
+    });
+    broken("series.schema.json", &sample, &|v| v["rtt_us"] = json!(-1));
+    broken("series.schema.json", &sample, &|v| {
+        v["proto"] = json!("udp")
+    });
+    broken("series.schema.json", &sample, &|v| {
+        v.as_object_mut().unwrap().remove("tcp_info_bytes");
+    });
+    broken("series.schema.json", &sample, &|v| v["nested"] = json!([1]));
+    broken("events.schema.json", &event, &|v| {
+        v["event"] = json!("moved")
+    });
+    broken("events.schema.json", &event, &|v| {
+        v["socket"]["cookie"] = json!(8812)
+    });
+    broken("events.schema.json", &event, &|v| v["extra"] = json!(1));
 }
 
 #[test]
@@ -272,16 +337,6 @@ fn bad_watch_input_is_one_line_and_status_2() {
         assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
     }
-}
-
-/// Checks a subcommand's JSON document against its schema in doc/.
-fn validate_against(schema: &str, v: &Value) {
-    let path = format!("{}/doc/{schema}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).expect("schema file");
-    let schema_v: Value = serde_json::from_str(&text).expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema_v).expect("schema compiles");
-    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{schema}: {errors:?}\n{v}");
 }
 
 #[test]
