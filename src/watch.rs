@@ -25,16 +25,6 @@ use crate::cli::OutputArgs;
 /// The interval when `--watch` is given without one.
 pub const DEFAULT_INTERVAL_SECS: f64 = 2.0;
 
-/// Parses the `--watch` interval: seconds, above 0 (fractions allowed), at most a day.
-pub fn parse_interval(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a watch interval: give seconds above 0 and at most 86400 (e.g. 2 or 0.5)"
-        )),
-    }
-}
-
 /// Sets the flag on SIGINT, SIGTERM and SIGHUP, so the loop ends cleanly (terminal restored).
 pub(crate) fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -328,15 +318,6 @@ fn warnings(snap: &Snapshot, verbose: bool, f: &mut Frame) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn intervals() {
-        assert_eq!(parse_interval("2"), Ok(2.0));
-        assert_eq!(parse_interval("0.25"), Ok(0.25));
-        for bad in ["0", "-1", "nan", "inf", "x", "100000"] {
-            assert!(parse_interval(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn frames_fit_the_terminal() {

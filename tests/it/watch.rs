@@ -321,7 +321,7 @@ fn bad_watch_input_is_one_line_and_status_2() {
     for (args, want) in [
         (
             &["--watch", "0"][..],
-            "'0' is not a watch interval: give seconds above 0 and at most 86400 (e.g. 2 or 0.5)",
+            "invalid interval '0': give seconds greater than 0 and at most 86400, like 10 or 0.5",
         ),
         (&["--count", "0", "--watch"][..], "--count"),
         (&["--events", "--summary"][..], "--summary"),
