@@ -47,6 +47,23 @@ pub fn test_path(module: &str, f: &str) -> String {
     }
 }
 
+/// Tests that load the whole machine (`hardening_churn`'s fork storms: thousands of processes
+/// and sockets a second) hold this exclusively; tests whose assertions depend on timing (watch
+/// refreshes, trace samples every 50 ms) hold it shared. So the two never overlap inside this
+/// harness, as they could not when each was a binary of its own; everything else runs freely.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that loads the whole machine (see [`MACHINE`]).
+pub fn loads_the_machine() -> std::sync::RwLockWriteGuard<'static, ()> {
+    // A test that failed while holding it leaves it poisoned; the next one may still run.
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by a test whose assertions depend on timing (see [`MACHINE`]).
+pub fn timing_sensitive() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A name unique to this test process and call: `tag-<pid>-<n>`.
 pub fn unique(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);

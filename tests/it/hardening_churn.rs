@@ -599,6 +599,7 @@ fn a_pid_reused_after_the_bpf_iterator_gets_no_rows() {
         );
         return;
     }
+    let _machine = loads_the_machine();
     let dir = tempdir();
     run_driver(
         &[(REUSE_ENV, dir.path().as_os_str())],
@@ -689,6 +690,7 @@ fn run_driver(env: &[(&str, &std::ffi::OsStr)], limit: Duration) -> std::process
 }
 
 fn churn(owner_scan: Option<&str>) {
+    let _machine = loads_the_machine();
     let dir = tempdir();
     let mut env = vec![(ENV, dir.path().as_os_str())];
     if let Some(scan) = owner_scan {

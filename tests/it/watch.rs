@@ -6,7 +6,9 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::common::{run_on_pty, schema_errors, sockstat, validate, validate_against, Holder};
+use crate::common::{
+    run_on_pty, schema_errors, sockstat, timing_sensitive, validate, validate_against, Holder,
+};
 use serde_json::{json, Value};
 
 /// Starts sockstat with `args`, then calls `during` while it runs, then returns its stdout
@@ -55,6 +57,7 @@ fn short_lived_listener() -> impl FnOnce() -> (u16, u32, i32) {
 
 #[test]
 fn events_show_a_listener_opening_and_closing_with_its_owner() {
+    let _timing = timing_sensitive();
     let mut seen = None;
     let listener = short_lived_listener();
     let (lines, code, stderr) = run_while(
@@ -80,6 +83,7 @@ fn events_show_a_listener_opening_and_closing_with_its_owner() {
 
 #[test]
 fn json_events_carry_the_listing_socket_object() {
+    let _timing = timing_sensitive();
     let mut seen = None;
     let listener = short_lived_listener();
     let (lines, code, stderr) = run_while(
@@ -114,6 +118,7 @@ fn json_events_carry_the_listing_socket_object() {
 
 #[test]
 fn piped_watch_prints_successive_snapshots() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port().to_string();
     let out = sockstat(&["--watch", "0.2", "--count", "2", "-l", "-p", &port]).ok();
@@ -137,6 +142,7 @@ fn piped_watch_prints_successive_snapshots() {
 
 #[test]
 fn json_watch_prints_one_document_per_line() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port();
     let out = sockstat(&["--watch", "0.1", "--count", "3", "--json", "-l"])
@@ -154,6 +160,7 @@ fn json_watch_prints_one_document_per_line() {
 
 #[test]
 fn tcp_info_watch_is_a_time_series_per_connection() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-pair:127.0.0.1"]);
     let port = h.item(0).role("listener").port().to_string();
     let out = sockstat(&[
@@ -270,6 +277,7 @@ fn on_the_alternate_screen(code: Option<i32>, raw: &[u8]) -> String {
 
 #[test]
 fn on_a_terminal_the_screen_is_redrawn_and_restored() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port().to_string();
     let (code, raw) = run_on_pty(sockstat(&[
@@ -283,6 +291,7 @@ fn on_a_terminal_the_screen_is_redrawn_and_restored() {
 
 #[test]
 fn a_dumb_terminal_gets_plain_snapshots() {
+    let _timing = timing_sensitive();
     let (code, raw) = run_on_pty(
         sockstat(&["--watch", "0.1", "--count", "2", "-l", "-P", "tcp"]).env("TERM", "dumb"),
     );
@@ -294,6 +303,7 @@ fn a_dumb_terminal_gets_plain_snapshots() {
 
 #[test]
 fn ctrl_c_restores_the_terminal_and_exits_0() {
+    let _timing = timing_sensitive();
     // timeout(1) sends SIGINT after a second; --preserve-status passes sockstat's status on.
     let (code, raw) = run_on_pty(sockstat(&["--watch", "0.2", "-l", "-P", "tcp"]).prefix(&[
         "timeout",
@@ -308,6 +318,7 @@ fn ctrl_c_restores_the_terminal_and_exits_0() {
 
 #[test]
 fn sigterm_ends_a_piped_watch_cleanly() {
+    let _timing = timing_sensitive();
     let t0 = Instant::now();
     let out = sockstat(&["--watch", "0.2", "-l", "-P", "tcp"])
         .prefix(&["timeout", "--preserve-status", "-s", "TERM", "1"])
@@ -343,6 +354,7 @@ fn bad_watch_input_is_one_line_and_status_2() {
 
 #[test]
 fn ports_view_is_watched_like_the_listing() {
+    let _timing = timing_sensitive();
     // A real connection whose client end has an ephemeral port: each snapshot's report counts it.
     let h = Holder::spawn(&["tcp4-pair"]);
     let listen_port = h.item(0).sock().port();
@@ -381,6 +393,7 @@ fn ports_view_is_watched_like_the_listing() {
 
 #[test]
 fn counters_view_refreshes_with_deltas_over_the_watch_interval() {
+    let _timing = timing_sensitive();
     let out = sockstat(&["counters", "--watch", "0.3", "--count", "3", "--json"]).ok();
     let docs: Vec<Value> = out
         .stdout
@@ -400,6 +413,7 @@ fn counters_view_refreshes_with_deltas_over_the_watch_interval() {
 
 #[test]
 fn diagnose_view_is_watched_and_keeps_its_exit_status() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port().to_string();
     let out = sockstat(&[
@@ -430,6 +444,7 @@ fn diagnose_view_is_watched_and_keeps_its_exit_status() {
 
 #[test]
 fn a_subcommand_view_is_redrawn_on_a_terminal() {
+    let _timing = timing_sensitive();
     let (code, raw) = run_on_pty(sockstat(&["ports", "--watch", "0.1", "--count", "2"]));
     let text = on_the_alternate_screen(code, &raw);
     assert_eq!(text.matches("\x1b[H").count(), 2, "{text:?}");
