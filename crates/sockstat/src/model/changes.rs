@@ -1,24 +1,5 @@
 //! What changed between two snapshots: the sockets that opened and closed (what
 //! `sockstat --events` prints). Pure: compares two finished snapshots.
-//!
-//! ```
-//! use std::time::Duration;
-//!
-//! let q = sockstat::Query::new();
-//! let before = sockstat::collect(&q)?;
-//! std::thread::sleep(Duration::from_millis(100));
-//! let mut after = sockstat::collect(&q)?;
-//! // A socket whose process exited between the two looks unowned in `after`: name its holder.
-//! sockstat::model::carry_owners(&before, &mut after);
-//! let changes = sockstat::model::diff(&before, &after);
-//! for &i in &changes.closed {
-//!     println!("closed: {:?}", before.sockets[i].local);
-//! }
-//! for &i in &changes.opened {
-//!     println!("opened: {:?}", after.sockets[i].local);
-//! }
-//! # Ok::<(), sockstat::Error>(())
-//! ```
 
 use std::collections::HashMap;
 
@@ -81,6 +62,25 @@ impl Changes {
 /// The sockets that appeared (`opened`, indices into `next`) and disappeared (`closed`,
 /// indices into `prev`). A socket is the same socket while its [`SocketKey`] is the same, so a
 /// listener closed and reopened on the same port between the two is one close and one open.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let q = sockstat::Query::new();
+/// let before = sockstat::collect(&q)?;
+/// std::thread::sleep(Duration::from_millis(100));
+/// let mut after = sockstat::collect(&q)?;
+/// // A socket whose process exited between the two looks unowned in `after`: name its holder.
+/// sockstat::model::carry_owners(&before, &mut after);
+/// let changes = sockstat::model::diff(&before, &after);
+/// for &i in &changes.closed {
+///     println!("closed: {:?}", before.sockets[i].local);
+/// }
+/// for &i in &changes.opened {
+///     println!("opened: {:?}", after.sockets[i].local);
+/// }
+/// # Ok::<(), sockstat::Error>(())
+/// ```
 pub fn diff(prev: &Snapshot, next: &Snapshot) -> Changes {
     let keys = |s: &Snapshot| -> HashMap<SocketKey, usize> {
         s.sockets

@@ -86,7 +86,7 @@ fn push_endpoint(
 }
 
 /// Writes one line per closed socket (`-`, from `prev`), then one per opened socket (`+`, from
-/// `next`), as [`line`] spells them.
+/// `next`), as [`line()`] spells them.
 pub fn write_text(
     prev: &Snapshot,
     next: &Snapshot,

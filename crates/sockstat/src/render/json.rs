@@ -350,3 +350,72 @@ impl Serialize for Endpoint {
         endpoint(self).serialize(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::changes::tests::tcp;
+    use crate::model::{Owner, Process, UnixName, WarningCode};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn the_serde_form_of_a_snapshot_is_the_listing_document() {
+        let mut s = tcp(Some(u64::MAX), 80, 10);
+        s.owners = vec![Owner { pid: 7, fd: 3 }];
+        s.owners_status = OwnersStatus::Known;
+        let mut snap = Snapshot {
+            sockets: vec![s],
+            ..Snapshot::default()
+        };
+        snap.processes.insert(
+            7,
+            Process {
+                pid: 7,
+                command: Some(RawString::new(b"web\xff")),
+                uid: Some(0),
+                args: None,
+            },
+        );
+        snap.warnings.push(Warning {
+            code: WarningCode::OwnersHidden,
+            count: Some(1),
+            message: "one hidden".into(),
+            details: vec!["pid 9".into()],
+        });
+        let serde = serde_json::to_value(&snap).unwrap();
+        let mut written = Vec::new();
+        write(&snap, &everything(), &mut written).unwrap();
+        let written: Value = serde_json::from_slice(&written).unwrap();
+        assert_eq!(serde, written);
+        // The contract's spelling, not the model's field names: a cookie past 2^53 as a string.
+        assert_eq!(serde["sockets"][0]["cookie"], u64::MAX.to_string());
+        assert_eq!(serde["sockets"][0]["owners"][0]["command_hex"], "776562ff");
+        assert_eq!(serde["warnings"][0]["details"][0], "pid 9");
+    }
+
+    #[test]
+    fn an_endpoint_serializes_to_the_contracts_endpoint_object() {
+        let v = |e: &Endpoint| serde_json::to_value(e).unwrap();
+        assert_eq!(
+            v(&Endpoint::Inet {
+                addr: "2001:db8::1".parse().unwrap(),
+                port: 443
+            }),
+            json!({"address": "2001:db8::1", "port": 443})
+        );
+        assert_eq!(
+            v(&Endpoint::Unix(Some(UnixName::Abstract(RawString::new(
+                b"bus"
+            ))))),
+            json!({"path": "@bus"})
+        );
+        assert_eq!(
+            v(&Endpoint::UnixPeer {
+                peer: 5,
+                name: None
+            }),
+            json!({"peer": 5})
+        );
+        assert_eq!(v(&Endpoint::Unix(None)), json!({}));
+    }
+}
