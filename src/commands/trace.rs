@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::render::fmt::{byte_rate, bytes};
 use sockstat::trace::{Point, Trace};
 use sockstat::{Proto, Snapshot, Socket};
 
@@ -216,22 +215,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         })
         .with_context(|| format!("cannot write the picture to {}", path.display()))?;
         if !json {
-            let mut facts = vec![format!(
-                "{} samples over {:.1} s",
-                summary.samples, summary.duration_s
-            )];
-            if let Some(r) = summary.acked_bytes_per_sec {
-                facts.push(format!("acked {}", byte_rate(r)));
-            }
-            if let Some(sh) = summary.sndbuf_limited_share {
-                facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
-            }
-            if let Some(sh) = summary.rwnd_limited_share {
-                facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
-            }
-            if let Some(p) = trace.points.last().and_then(|p| p.sndbuf_bytes) {
-                facts.push(format!("send buffer {}", bytes(p as f64)));
-            }
+            let facts = sockstat::render::trace::summary_facts(&trace).join(", ");
             writeln!(out, "{title}")
                 .and_then(|()| {
                     writeln!(
@@ -240,7 +224,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                         sockstat::render::sanitize::for_terminal(
                             path.as_os_str().as_encoded_bytes()
                         ),
-                        facts.join(", ")
+                        sockstat::render::sanitize::for_terminal(facts.as_bytes())
                     )
                 })
                 .context(TO_STDOUT)?;

@@ -170,6 +170,44 @@ pub fn write_svg(trace: &Trace, title: &str, out: &mut impl Write) -> io::Result
     out.write_all(svg.as_bytes())
 }
 
+/// The trace in short phrases, for the picture's header and the command's last line: the acked
+/// (and received) rate, the share of busy time each limit held the sender back, zero-window
+/// samples, how many samples over how long, the congestion control, when the connection
+/// closed. Not escaped: the congestion name came from the kernel.
+pub fn summary_facts(trace: &Trace) -> Vec<String> {
+    let summary = trace.summary();
+    let mut facts = Vec::new();
+    if let Some(r) = summary.acked_bytes_per_sec {
+        facts.push(format!("acked {}", byte_rate(r)));
+    }
+    if let Some(r) = summary.received_bytes_per_sec.filter(|&r| r > 0.0) {
+        facts.push(format!("received {}", byte_rate(r)));
+    }
+    if let Some(sh) = summary.sndbuf_limited_share {
+        facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
+    }
+    if let Some(sh) = summary.rwnd_limited_share {
+        facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
+    }
+    if summary.zero_window_samples > 0 {
+        facts.push(format!(
+            "zero window in {} of {} samples",
+            summary.zero_window_samples, summary.samples
+        ));
+    }
+    facts.push(format!(
+        "{} samples over {:.1} s",
+        summary.samples, summary.duration_s
+    ));
+    if let Some(cc) = &trace.congestion {
+        facts.push(cc.clone());
+    }
+    if let Some(c) = trace.closed_at_s {
+        facts.push(format!("closed at {c:.1} s"));
+    }
+    facts
+}
+
 fn svg(trace: &Trace, title: &str) -> Result<String, fmt::Error> {
     let pts = &trace.points;
     let summary = trace.summary();
@@ -237,39 +275,10 @@ fn svg(trace: &Trace, title: &str) -> Result<String, fmt::Error> {
         r#"<text x="{LEFT}" y="28" font-size="15" font-weight="bold">{}</text>"#,
         xml(title)
     )?;
-    let mut facts = Vec::new();
-    if let Some(r) = summary.acked_bytes_per_sec {
-        facts.push(format!("acked {}", byte_rate(r)));
-    }
-    if let Some(r) = summary.received_bytes_per_sec.filter(|&r| r > 0.0) {
-        facts.push(format!("received {}", byte_rate(r)));
-    }
-    if let Some(sh) = summary.sndbuf_limited_share {
-        facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
-    }
-    if let Some(sh) = summary.rwnd_limited_share {
-        facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
-    }
-    if summary.zero_window_samples > 0 {
-        facts.push(format!(
-            "zero window in {} of {} samples",
-            summary.zero_window_samples, summary.samples
-        ));
-    }
-    facts.push(format!(
-        "{} samples over {:.1} s",
-        summary.samples, summary.duration_s
-    ));
-    if let Some(cc) = &trace.congestion {
-        facts.push(xml(cc));
-    }
-    if let Some(c) = trace.closed_at_s {
-        facts.push(format!("closed at {c:.1} s"));
-    }
     writeln!(
         s,
         r##"<text x="{LEFT}" y="50" fill="#333">{}</text>"##,
-        facts.join(" · ")
+        xml(&summary_facts(trace).join(" · "))
     )?;
     writeln!(
         s,
