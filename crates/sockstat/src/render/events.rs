@@ -19,7 +19,8 @@ pub const VERSION: u32 = 1;
 
 /// One event line: `+ tcp4 127.0.0.1:80 *:* LISTEN nginx[812] fd 6` (`sign` is `+` for an
 /// opened socket, `-` for a closed one), with the zone first when `zone`. Every holder is listed
-/// (`, `-separated); `?` when none is known, `-` when the owner scan was not asked for.
+/// (`, `-separated), then `?` when others may hold it too (`partial`); `?` alone when none is
+/// known, `-` when the owner scan was not asked for.
 pub fn line(sign: char, snap: &Snapshot, s: &Socket, zone: bool) -> String {
     let mut out = String::new();
     push_line(&mut out, sign, snap, s, zone, &OnceCell::new());
@@ -66,6 +67,10 @@ fn push_line(
             None => out.push('?'),
         }
         let _ = write!(out, "[{}] fd {}", o.pid, o.fd);
+    }
+    // As the table's `?` row after the holders: a process we cannot inspect may hold it too.
+    if s.owners_status == OwnersStatus::Partial {
+        out.push_str(", ?");
     }
 }
 
@@ -183,6 +188,12 @@ mod tests {
         assert_eq!(line('-', &snap, &s, false), "- tcp6 *:* *:* LISTEN ?");
         s.owners_status = OwnersStatus::NotRequested;
         assert_eq!(line('-', &snap, &s, false), "- tcp6 *:* *:* LISTEN -");
+        s.owners = vec![Owner { pid: 812, fd: 6 }];
+        s.owners_status = OwnersStatus::Partial;
+        assert_eq!(
+            line('+', &snap, &s, false),
+            "+ tcp6 *:* *:* LISTEN nginx[812] fd 6, ?"
+        );
     }
 
     #[test]
