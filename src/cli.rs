@@ -268,7 +268,7 @@ pub struct OutputArgs {
         value_name = "SECONDS",
         num_args = 0..=1,
         default_missing_value = "2",
-        value_parser = crate::watch::parse_interval,
+        value_parser = crate::output::parse_seconds,
         global = true,
         help_heading = "Watch"
     )]

@@ -200,36 +200,34 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     opts.zone = cli.filters.zones.all_zones;
     opts.owners = !cli.source.no_owners;
     if o.watch.is_some() || o.events || o.count.is_some() {
-        return watch::run(&query, &opts, o, &watch::title());
+        return watch::run_listing(&query, &opts, o, &watch::title());
     }
     let snap = sockstat::collect(&query)?;
-    write_listing(&snap, &opts, o).context("cannot write the listing to standard output")
-}
-
-fn write_listing(snap: &Snapshot, opts: &Options, o: &OutputArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    if o.json {
-        if o.summary {
-            render::summary::write_json(snap, opts, &mut out)?;
-        } else {
-            render::json::write(snap, opts, &mut out)?;
-        }
-    } else {
-        if o.csv {
-            if o.summary {
-                render::summary::write_csv(snap, opts, &mut out)?;
-            } else {
-                render::csv::write(snap, opts, &mut out)?;
-            }
-        } else if o.summary {
-            render::summary::write_table(snap, opts, &mut out)?;
-        } else {
-            render::table::write(snap, opts, &mut out)?;
-        }
-        out.flush()?;
+    write_listing(&snap, &opts, o, &mut out)
+        .and_then(|()| out.flush())
+        .context("cannot write the listing to standard output")?;
+    if !o.json {
         output::write_warnings(&mut io::stderr().lock(), &snap.warnings, o.verbose);
     }
-    out.flush()?;
     Ok(())
+}
+
+/// Writes the listing (table, CSV, summary or JSON) as the output flags ask (shared with watch
+/// mode).
+pub fn write_listing(
+    snap: &Snapshot,
+    opts: &Options,
+    o: &OutputArgs,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match (o.json, o.csv, o.summary) {
+        (true, _, true) => render::summary::write_json(snap, opts, out),
+        (true, _, false) => render::json::write(snap, opts, out),
+        (false, true, true) => render::summary::write_csv(snap, opts, out),
+        (false, true, false) => render::csv::write(snap, opts, out),
+        (false, false, true) => render::summary::write_table(snap, opts, out),
+        (false, false, false) => render::table::write(snap, opts, out),
+    }
 }

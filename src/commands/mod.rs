@@ -72,7 +72,7 @@ pub enum Command {
 }
 
 /// Runs a subcommand; returns the process exit status. `--watch`/`--count` run the view
-/// again and again (`crate::watch::run_view`); `serve` runs until stopped and takes neither.
+/// again and again (`crate::watch::run`); `serve` runs until stopped and takes neither.
 pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
     if cli.output.events {
         anyhow::bail!("--events works with the listing, not with subcommands (try --watch)");
@@ -106,10 +106,10 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     };
     match crate::watch_interval(&cli.output) {
-        Some(interval) => crate::watch::run_view(
+        Some(interval) => crate::watch::run(
             interval,
             cli.output.count,
-            json,
+            crate::watch::Layout::Snapshots { json },
             &crate::watch::title(),
             |f| view(&mut f.out, &mut f.err),
         ),

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::render::trace::{bytes_label, rate_label};
 use sockstat::trace::{Point, Trace};
 use sockstat::{Proto, Snapshot, Socket};
 
@@ -91,7 +90,7 @@ fn candidates<'a>(snap: &'a Snapshot, a: &TraceArgs) -> Vec<&'a Socket> {
 
 /// `tcp4 192.0.2.1:40000 198.51.100.2:5001 ESTABLISHED iperf3[4121] fd 5`.
 fn describe(snap: &Snapshot, s: &Socket) -> String {
-    crate::watch::event_line(' ', snap, s, false)
+    sockstat::render::events::line(' ', snap, s, false)
         .trim_start()
         .to_string()
 }
@@ -216,22 +215,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         })
         .with_context(|| format!("cannot write the picture to {}", path.display()))?;
         if !json {
-            let mut facts = vec![format!(
-                "{} samples over {:.1} s",
-                summary.samples, summary.duration_s
-            )];
-            if let Some(r) = summary.acked_bytes_per_sec {
-                facts.push(format!("acked {}", rate_label(r)));
-            }
-            if let Some(sh) = summary.sndbuf_limited_share {
-                facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
-            }
-            if let Some(sh) = summary.rwnd_limited_share {
-                facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
-            }
-            if let Some(p) = trace.points.last().and_then(|p| p.sndbuf_bytes) {
-                facts.push(format!("send buffer {}", bytes_label(p as f64)));
-            }
+            let facts = sockstat::render::trace::summary_facts(&trace).join(", ");
             writeln!(out, "{title}")
                 .and_then(|()| {
                     writeln!(
@@ -240,7 +224,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                         sockstat::render::sanitize::for_terminal(
                             path.as_os_str().as_encoded_bytes()
                         ),
-                        facts.join(", ")
+                        sockstat::render::sanitize::for_terminal(facts.as_bytes())
                     )
                 })
                 .context(TO_STDOUT)?;

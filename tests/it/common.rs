@@ -37,6 +37,33 @@ macro_rules! require_root {
 }
 pub(crate) use require_root;
 
+/// The harness's name of test function `f` in the module whose `module_path!()` is `module`
+/// (`watch::f` for `it::watch`): what `--exact` needs to run that one test when this binary is
+/// re-run as a helper.
+pub fn test_path(module: &str, f: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{f}"),
+        None => f.to_string(),
+    }
+}
+
+/// Tests that load the whole machine (`hardening_churn`'s fork storms: thousands of processes
+/// and sockets a second) hold this exclusively; tests whose assertions depend on timing (watch
+/// refreshes, trace samples every 50 ms) hold it shared. So the two never overlap inside this
+/// harness, as they could not when each was a binary of its own; everything else runs freely.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that loads the whole machine (see [`MACHINE`]).
+pub fn loads_the_machine() -> std::sync::RwLockWriteGuard<'static, ()> {
+    // A test that failed while holding it leaves it poisoned; the next one may still run.
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by a test whose assertions depend on timing (see [`MACHINE`]).
+pub fn timing_sensitive() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A name unique to this test process and call: `tag-<pid>-<n>`.
 pub fn unique(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -264,28 +291,55 @@ impl Cmd {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-fn validator() -> &'static jsonschema::Validator {
-    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/doc/sockstat.schema.json");
-        let text = std::fs::read_to_string(path).expect("doc/sockstat.schema.json");
-        let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
-        jsonschema::validator_for(&schema).expect("schema compiles")
+/// The validator of `doc/<schema>`, compiled once. The listing schema (`sockstat.schema.json`,
+/// `$id` `listing-v1.json`) is registered, so the schemas that refer to its definitions (the
+/// event and series records) resolve without a network.
+fn validator(schema: &'static str) -> &'static jsonschema::Validator {
+    static V: OnceLock<std::sync::Mutex<HashMap<&'static str, &'static jsonschema::Validator>>> =
+        OnceLock::new();
+    let read = |name: &str| -> Value {
+        let path = format!("{}/doc/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
+    };
+    let mut m = V.get_or_init(Default::default).lock().unwrap();
+    m.entry(schema).or_insert_with(|| {
+        let listing = read("sockstat.schema.json");
+        let id = listing["$id"]
+            .as_str()
+            .expect("the listing schema has an $id")
+            .to_string();
+        let resource = jsonschema::Resource::from_contents(listing).expect("listing schema");
+        let v = jsonschema::options()
+            .with_resource(id, resource)
+            .build(&read(schema))
+            .unwrap_or_else(|e| panic!("doc/{schema} does not compile: {e}"));
+        Box::leak(Box::new(v))
     })
+}
+
+/// What `doc/<schema>` finds wrong with `v` (empty: it matches).
+pub fn schema_errors(schema: &'static str, v: &Value) -> Vec<String> {
+    validator(schema)
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}
+
+/// Validates JSON against `doc/<schema>` (e.g. `series.schema.json`).
+pub fn validate_against(schema: &'static str, v: &Value) {
+    let errors = schema_errors(schema, v);
+    assert!(
+        errors.is_empty(),
+        "JSON does not match doc/{schema}:\n{}\n{}",
+        errors.join("\n"),
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    );
 }
 
 /// Validates a sockstat JSON document against doc/sockstat.schema.json.
 pub fn validate(v: &Value) {
-    let errors: Vec<String> = validator()
-        .iter_errors(v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "JSON does not match doc/sockstat.schema.json:\n{}\n{}",
-        errors.join("\n"),
-        serde_json::to_string_pretty(v).unwrap_or_default()
-    );
+    validate_against("sockstat.schema.json", v);
 }
 
 pub fn sockets(v: &Value) -> &Vec<Value> {

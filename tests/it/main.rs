@@ -1,35 +1,59 @@
-//! Integration tests of the `sockstat` command, run against real sockets.
+//! Integration tests of the `sockstat` command, run against real sockets: one test binary, so a
+//! change links once. Each module is one subject (`cargo test --test it watch::` runs one).
 //!
 //! Sockets are opened by *sockholder* (crate `sockstat-testkit`). This test binary re-executes
-//! itself as a holder: when `SOCKSTAT_TESTKIT_HOLDER` is set, the ELF constructor below turns the
-//! process into a holder before the test harness starts (see `common::Holder`). So a plain
+//! itself in other roles, chosen by an environment variable that the ELF constructor below reads
+//! before the test harness starts: a holder (`SOCKSTAT_TESTKIT_HOLDER`, see `common::Holder`), a
+//! pid namespace's init (`hardening_churn`), the target of a locked memory map
+//! (`hardening_stuck`). Other helpers re-run one test of this binary by name with `--exact`
+//! (`ports_support::Netns::helper`, `zones`'s holders; see `common::test_path`). So a plain
 //! `cargo test` builds everything the tests need, with no nested cargo and no path guessing.
 //!
 //! Tests that need root (network namespaces, other users) print a `SKIPPED:` line and return
-//! when not run as root.
+//! when not run as root; so do tests whose tool is missing. `package_deb` runs only with
+//! `SOCKSTAT_TEST_DEB=1`.
 
 mod common;
+// Shared with tests/diagnose_live.rs, which is a binary of its own.
+#[path = "../diagnose_support/mod.rs"]
+mod diagnose_support;
+mod ports_support;
 
 mod bad_input;
+mod counters;
+mod diagnose_cli;
+mod diagnose_zones;
 mod filters;
+mod hardening_churn;
+mod hardening_faults;
+mod hardening_privileges;
+mod hardening_stuck;
 mod hostile;
 mod listing;
 mod netns;
 mod output;
 mod owner_scan;
+mod package_deb;
 mod pipe;
+mod ports;
 mod replay;
 mod rules;
 mod serve;
 mod serve_privileges;
 mod serve_tls;
 mod service;
+mod tcp_info;
+mod trace;
 mod unprivileged;
+mod watch;
+mod zones;
 
 #[used]
 #[link_section = ".init_array"]
-static HOLDER_CTOR: extern "C" fn() = holder_ctor;
+static ROLES_CTOR: extern "C" fn() = roles_ctor;
 
-extern "C" fn holder_ctor() {
+extern "C" fn roles_ctor() {
+    hardening_churn::run_role_if_requested();
+    hardening_stuck::run_role_if_requested();
     sockstat_testkit::holder::run_if_requested();
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::counters::CounterSet;
 use crate::model::{Endpoint, Proto, Severity, Snapshot, Socket, State};
 use crate::query::{PortSet, Query};
+use crate::render::fmt;
 use crate::sample::ZoneSample;
 use crate::sysctl::Sysctls;
 use crate::zone::Zone;
@@ -641,7 +642,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                  At {:.1} new connections/s x {TIME_WAIT_S} s TIME-WAIT the range is exhausted, \
                  and connect() fails with EADDRNOTAVAIL; no kernel counter counts that failure",
                 d.local_address,
-                endpoint_text(d.remote_address, d.remote_port),
+                fmt::inet(d.remote_address, d.remote_port),
                 d.count,
                 n,
                 d.usage * 100.0,
@@ -665,7 +666,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                     "client {} -> {} opens {:.1} connections/s that end in TIME-WAIT, more than \
                      the {:.1}/s its {} ports sustain: the range runs out in about {:.0} s",
                     d.local_address,
-                    endpoint_text(d.remote_address, d.remote_port),
+                    fmt::inet(d.remote_address, d.remote_port),
                     rate,
                     r.range.sustainable_rate_per_s,
                     n,
@@ -719,7 +720,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
         let busiest = match r.servers.first() {
             Some(top) => format!(
                 "; {} holds {} TIME-WAIT entries from {} clients",
-                endpoint_text(top.local_address, top.local_port),
+                fmt::inet(top.local_address, top.local_port),
                 top.time_wait,
                 top.clients.len()
             ),
@@ -866,14 +867,6 @@ pub fn analyze_zone(
     });
     report.zone = after.zone.clone();
     report
-}
-
-/// `addr:port`, IPv6 in brackets.
-pub fn endpoint_text(addr: IpAddr, port: u16) -> String {
-    match addr {
-        IpAddr::V4(a) => format!("{a}:{port}"),
-        IpAddr::V6(a) => format!("[{a}]:{port}"),
-    }
 }
 
 #[cfg(test)]

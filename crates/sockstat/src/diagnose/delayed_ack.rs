@@ -75,7 +75,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             "namespace_delayed_acks_delta",
             input.counter_delta("TcpExt", "DelayedACKs"),
         );
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     let who = owner_text(flow);
     Some(Finding {
         zone: None,
@@ -85,12 +85,12 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         summary: format!(
             "{conn}{who}: RTT samples are inflated by about {} (srtt {} against min RTT {}, rttvar \
              {}) on a request/response exchange: the peer delays its ACKs{}",
-            ms_text(inflation),
-            ms_text(rtt),
-            ms_text(min),
-            ms_text(var),
+            fmt::duration_us(inflation),
+            fmt::duration_us(rtt),
+            fmt::duration_us(min),
+            fmt::duration_us(var),
             match peer_ato {
-                Some(a) if a >= DELACK_ATO_US => format!(" (its ato is {})", ms_text(a)),
+                Some(a) if a >= DELACK_ATO_US => format!(" (its ato is {})", fmt::duration_us(a)),
                 _ => String::new(),
             }
         ),

@@ -61,7 +61,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                 ev.text("source", d.local_address.to_string())
                     .text(
                         "destination",
-                        ports::endpoint_text(d.remote_address, d.remote_port),
+                        fmt::inet(d.remote_address, d.remote_port).to_string(),
                     )
                     .int("ports_in_use", u64::from(d.count))
                     .int("time_wait", u64::from(d.time_wait))

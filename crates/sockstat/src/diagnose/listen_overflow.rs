@@ -73,7 +73,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             summary: format!(
                 "{}: the accept queue is full ({} queued, backlog {}): {service} does not call \
                  accept() fast enough{}",
-                endpoint_text(&s.local),
+                fmt::endpoint(&s.local),
                 s.recv_q,
                 s.send_q,
                 if counted {

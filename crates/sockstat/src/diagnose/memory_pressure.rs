@@ -66,7 +66,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         .map(|(s, b)| {
             let r = SocketRef::of(s, snap);
             serde_json::json!({
-                "connection": conn_text(s),
+                "connection": fmt::connection(s).to_string(),
                 "bytes": b,
                 "recv_q_bytes": s.recv_q,
                 "pids": r.owners.iter().map(|o| o.pid).collect::<Vec<_>>(),
@@ -77,14 +77,14 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let top_text: Vec<String> = users
         .iter()
         .take(TOP_CONSUMERS)
-        .map(|(s, b)| format!("{} ({})", conn_text(s), bytes_text(*b as f64)))
+        .map(|(s, b)| format!("{} ({})", fmt::connection(s), fmt::bytes(*b as f64)))
         .collect();
     ev.put("top_consumers", Some(Value::from(top)));
     let what = match (pages, s.tcp_mem) {
         (Some(p), Some(m)) => format!(
             "TCP uses {p} pages ({}) system-wide; net.ipv4.tcp_mem is \"{} {} {}\" (pressure at {}, \
              hard limit at {})",
-            bytes_text((p * input.ctx.page_size) as f64),
+            fmt::bytes((p * input.ctx.page_size) as f64),
             m[0],
             m[1],
             m[2],

@@ -39,6 +39,7 @@ use crate::counters::CounterSet;
 use crate::model::tcp::TcpInfo;
 pub use crate::model::Severity;
 use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning, WarningCode};
+use crate::render::fmt;
 pub use crate::sample::{Sample, ZoneSample};
 pub use crate::sysctl::Sysctls;
 
@@ -676,66 +677,6 @@ fn join<'a>(before: &'a ZoneSample, after: &'a ZoneSample, dt: f64) -> Vec<Flow<
         .collect()
 }
 
-/// `"192.0.2.1:80"` / `"[2001:db8::1]:80"`.
-pub fn endpoint_text(e: &Endpoint) -> String {
-    match e {
-        Endpoint::Inet { addr, port } => match addr {
-            std::net::IpAddr::V4(a) => format!("{a}:{port}"),
-            std::net::IpAddr::V6(a) => format!("[{a}]:{port}"),
-        },
-        _ => "?".into(),
-    }
-}
-
-/// `"192.0.2.1:40000 -> 192.0.2.2:5001"`.
-pub fn conn_text(s: &Socket) -> String {
-    match &s.remote {
-        Some(r) => format!("{} -> {}", endpoint_text(&s.local), endpoint_text(r)),
-        None => endpoint_text(&s.local),
-    }
-}
-
-/// Bytes for people: `32 KiB`, `1.5 MiB`.
-pub fn bytes_text(b: f64) -> String {
-    const K: f64 = 1024.0;
-    if b >= K * K * K {
-        format!("{:.1} GiB", b / (K * K * K))
-    } else if b >= K * K {
-        format!("{:.1} MiB", b / (K * K))
-    } else if b >= K {
-        format!("{:.1} KiB", b / K)
-    } else {
-        format!("{b:.0} B")
-    }
-}
-
-/// A rate for people: `1.21 MB/s (9.7 Mbit/s)`.
-pub fn rate_text(bps: f64) -> String {
-    let (v, unit) = if bps >= 1e9 {
-        (bps / 1e9, "GB/s")
-    } else if bps >= 1e6 {
-        (bps / 1e6, "MB/s")
-    } else if bps >= 1e3 {
-        (bps / 1e3, "kB/s")
-    } else {
-        (bps, "B/s")
-    };
-    let bits = bps * 8.0;
-    let (bv, bunit) = if bits >= 1e9 {
-        (bits / 1e9, "Gbit/s")
-    } else if bits >= 1e6 {
-        (bits / 1e6, "Mbit/s")
-    } else {
-        (bits / 1e3, "kbit/s")
-    };
-    format!("{v:.2} {unit} ({bv:.1} {bunit})")
-}
-
-/// Milliseconds for people, from µs: `20.3 ms`.
-pub fn ms_text(us: u32) -> String {
-    format!("{:.1} ms", f64::from(us) / 1000.0)
-}
-
 /// Which buffer a host-setting finding is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Direction {
@@ -788,8 +729,8 @@ pub(crate) fn core_mem_max_finding(
         summary: format!(
             "net.core.{name} = {} is below the BDP of the busy flow {conn} ({}): an application \
              that sets {sockopt} on such a path is capped",
-            bytes_text(max as f64),
-            bytes_text(bdp)
+            fmt::bytes(max as f64),
+            fmt::bytes(bdp)
         ),
         evidence: ev,
         advice: format!("sysctl -w net.core.{name}={target}"),

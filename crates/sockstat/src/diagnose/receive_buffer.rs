@@ -57,7 +57,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                     .ctx
                     .sysctls
                     .tcp_rmem
-                    .map_or_else(|| "tcp_rmem default".into(), |r| bytes_text(r[1] as f64))
+                    .map_or_else(|| "tcp_rmem default".into(), |r| fmt::bytes(r[1] as f64).to_string())
             ),
             evidence: ev,
             advice: "sysctl -w net.ipv4.tcp_moderate_rcvbuf=1".into(),
@@ -160,12 +160,12 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     ev.num("bdp_bytes", bdp)
         .int("advised_rcvbuf_bytes", advised)
         .int("rmem_max_bytes", ctx.sysctls.rmem_max);
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     let who = owner_text(flow);
     let need = match advised {
         Some(a) => format!(
             " This path needs SO_RCVBUF >= BDP = {a} bytes ({}).",
-            bytes_text(a as f64)
+            fmt::bytes(a as f64)
         ),
         None => " Give --bandwidth to get the size this path needs (SO_RCVBUF >= BDP).".into(),
     };
@@ -183,17 +183,17 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         summary: format!(
             "{conn}{who}: this socket's receive buffer is fixed at rb = {} (SO_RCVBUF about {}){}, \
              so its window is at most {} and the ceiling is {} at {}; receiving at {}",
-            bytes_text(rb as f64),
+            fmt::bytes(rb as f64),
             rb / 2,
             match (rcv_wscale, expected) {
                 (Some(a), Some(e)) if a < e =>
                     format!(", window scale {a} where this host's sysctls give {e}"),
                 _ => String::new(),
             },
-            bytes_text(wnd as f64),
-            rate_text(ceiling),
-            ms_text(r_us),
-            rate_text(goodput)
+            fmt::bytes(wnd as f64),
+            fmt::rate(ceiling),
+            fmt::duration_us(r_us),
+            fmt::rate(goodput)
         ),
         evidence: ev,
         advice: format!(

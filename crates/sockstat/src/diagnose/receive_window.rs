@@ -109,14 +109,14 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     }
     ev.int("local_tcp_window_scaling", ctx.sysctls.tcp_window_scaling);
 
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     let who = owner_text(flow);
     let need = match (advised, bw) {
         (Some(a), Some((b, _))) => format!(
             " To fill {} at this RTT the window must reach the BDP, {} bytes ({}).",
-            rate_text(b),
+            fmt::rate(b),
             a,
-            bytes_text(a as f64)
+            fmt::bytes(a as f64)
         ),
         _ => String::new(),
     };
@@ -127,9 +127,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
                 format!(
                     "{conn}{who}: window scaling was not negotiated, so the peer's window is \
                      capped at 64 KiB ({wnd} bytes now): ceiling {wnd} / {} = {}, sending at {}",
-                    ms_text(r_us),
-                    rate_text(ceiling),
-                    rate_text(goodput)
+                    fmt::duration_us(r_us),
+                    fmt::rate(ceiling),
+                    fmt::rate(goodput)
                 ),
                 if local_on {
                     format!(
@@ -151,11 +151,11 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             format!(
                 "{conn}{who}: limited by the peer's receive window, {} (shift {}): the peer fixed \
                  its receive buffer before the handshake; ceiling {} at min RTT {}, sending at {}",
-                bytes_text(f64::from(wnd)),
+                fmt::bytes(f64::from(wnd)),
                 snd_wscale.unwrap_or(0),
-                rate_text(ceiling),
-                ms_text(r_us),
-                rate_text(goodput)
+                fmt::rate(ceiling),
+                fmt::duration_us(r_us),
+                fmt::rate(goodput)
             ),
             format!(
                 "The peer application set a small SO_RCVBUF (about {} bytes) before listen() or \
@@ -169,10 +169,10 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             format!(
                 "{conn}{who}: limited by the peer's receive window, {}: ceiling {} at min RTT {}, \
                  sending at {}",
-                bytes_text(f64::from(wnd)),
-                rate_text(ceiling),
-                ms_text(r_us),
-                rate_text(goodput)
+                fmt::bytes(f64::from(wnd)),
+                fmt::rate(ceiling),
+                fmt::duration_us(r_us),
+                fmt::rate(goodput)
             ),
             format!(
                 "The peer advertises less than this path needs: it reads slowly or uses small \
@@ -229,7 +229,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
     let Some((flow, bdp)) = busiest else {
         return out;
     };
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     if let Some(m) = s.tcp_rmem {
         let need = RCVBUF_PER_BDP * bdp;
         if (m[2] as f64) < need {
@@ -248,8 +248,8 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 summary: format!(
                     "net.ipv4.tcp_rmem max = {} caps every autotuned receive window below what \
                      {conn} needs (2 x BDP = {})",
-                    bytes_text(m[2] as f64),
-                    bytes_text(need)
+                    fmt::bytes(m[2] as f64),
+                    fmt::bytes(need)
                 ),
                 evidence: ev,
                 advice: format!("sysctl -w net.ipv4.tcp_rmem=\"{} {} {target}\"", m[0], m[1]),

@@ -54,7 +54,7 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             "win_probes_delta",
             input.counter_delta("TcpExt", "TCPWinProbe"),
         );
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     let who = owner_text(flow);
     let unanswered = probes >= 1;
     let summary = format!(
@@ -142,7 +142,7 @@ fn receiver_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("rcvbuf_bytes", mem.map(|m| u64::from(m.rcvbuf_bytes)))
         .int("drops_delta", drops)
         .int("namespace_receive_drops_delta", Some(ns_drops));
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     let r = flow.socket_ref();
     let reader = match r.owners.first() {
         Some(o) => format!("pid {} ({})", o.pid, o.command.as_deref().unwrap_or("?")),

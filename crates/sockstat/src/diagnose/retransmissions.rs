@@ -58,7 +58,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             summary: format!(
                 "{}: connect() has sent its SYN {} times and waited at least {waited} s: SYNs are \
                  unanswered",
-                conn_text(s),
+                fmt::connection(s),
                 u32::from(t.retrans) + 1
             ),
             evidence: ev,
@@ -203,10 +203,10 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         socket: Some(flow.socket_ref()),
         summary: format!(
             "{}{}: {} (RTO {})",
-            conn_text(flow.after),
+            fmt::connection(flow.after),
             owner_text(flow),
             what.join("; "),
-            ms_text(i.rto_us().unwrap_or(0))
+            fmt::duration_us(i.rto_us().unwrap_or(0))
         ),
         evidence: ev,
         advice: format!(

@@ -190,21 +190,21 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("tcp_wmem_max_bytes", s.tcp_wmem.map(|w| w[2]));
 
     let who = owner_text(flow);
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     let summary = format!(
         "{conn}{who}: sending at {}, capped by its send buffer: tb = {} at min RTT {} gives a \
          ceiling of about {SNDBUF_PAYLOAD} x tb / RTT = {}",
-        rate_text(goodput),
-        bytes_text(tb as f64),
-        ms_text(r_us),
-        rate_text(ceiling),
+        fmt::rate(goodput),
+        fmt::bytes(tb as f64),
+        fmt::duration_us(r_us),
+        fmt::rate(ceiling),
     );
     let need = match (advised, bw) {
         (Some(a), Some((b, _))) => format!(
             "To fill {} at this RTT the socket needs SO_SNDBUF >= BDP = {} bytes ({}).",
-            rate_text(b),
+            fmt::rate(b),
             a,
-            bytes_text(a as f64)
+            fmt::bytes(a as f64)
         ),
         _ => "Give the path's bandwidth with --bandwidth to get the buffer size it needs \
               (SO_SNDBUF >= bandwidth x RTT)."
@@ -225,7 +225,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             if exact { "set" } else { "most likely set" },
             tb / 2,
             s.tcp_wmem
-                .map_or_else(|| "?".to_string(), |w| bytes_text(w[2] as f64)),
+                .map_or_else(|| "?".to_string(), |w| fmt::bytes(w[2] as f64).to_string()),
         ),
         Cause::ClampedByWmemMax => {
             let target = advised.unwrap_or(4 * s.wmem_max.unwrap_or(tb / 2));
@@ -286,7 +286,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
     };
     let (flow, bw, bdp) = busiest;
     let mut out = vec![];
-    let conn = conn_text(flow.after);
+    let conn = fmt::connection(flow.after).to_string();
     if let Some(w) = s.tcp_wmem {
         let need = SNDBUF_PER_BDP * bdp;
         if (w[2] as f64) < need {
@@ -306,8 +306,8 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 summary: format!(
                     "net.ipv4.tcp_wmem max = {} caps every autotuned send buffer below what the \
                      busy flow {conn} needs (1.33 x BDP = {})",
-                    bytes_text(w[2] as f64),
-                    bytes_text(need)
+                    fmt::bytes(w[2] as f64),
+                    fmt::bytes(need)
                 ),
                 evidence: ev,
                 advice: format!("sysctl -w net.ipv4.tcp_wmem=\"{} {} {target}\"", w[0], w[1]),

@@ -4,10 +4,13 @@
 //! the renderers and library users. Nothing in this module does I/O. Names carry their units
 //! (`expires_ms`); a value the kernel did not provide is `None`, never 0.
 
+pub(crate) mod changes;
 pub mod tcp;
 mod warning;
 
 pub use warning::{counted, Severity, Warning, WarningCode};
+
+pub use changes::{carry_owners, diff, Changes, SocketKey};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -313,15 +316,8 @@ impl RawString {
     }
 }
 
-impl Serialize for RawString {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string_lossy())
-    }
-}
-
 /// A unix socket name, as the kernel holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum UnixName {
     /// A filesystem path.
     Path(RawString),
@@ -357,9 +353,10 @@ impl UnixName {
     }
 }
 
-/// One end of a socket.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// One end of a socket. It serializes to the endpoint object of the JSON contract
+/// (`doc/json-schema.md`): `{"address","port"}`, `{"path"}`, `{"peer","path"}`,
+/// `{"protocol","ifindex"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Endpoint {
     /// An IP address and port. For raw sockets `port` is the IP protocol number, as in
     /// `/proc/net/raw` and `ss`.
@@ -426,7 +423,7 @@ pub enum OwnersStatus {
 }
 
 /// One (process, file descriptor) holding a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Owner {
     /// Process id (thread-group leader).
     pub pid: u32,
@@ -435,7 +432,7 @@ pub struct Owner {
 }
 
 /// What is known of a process that holds sockets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Process {
     /// Process id.
     pub pid: u32,
@@ -448,7 +445,7 @@ pub struct Process {
 }
 
 /// Queue sizes and timers the kernel reports with every inet socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Timer {
     /// `idiag_timer`: 0 off, 1 retransmit/probe, 2 keepalive, 3 TIME_WAIT, 4 persist (zero window).
     pub kind: u8,
@@ -459,7 +456,10 @@ pub struct Timer {
 }
 
 /// One socket, with everything the listing shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Not `Serialize` on its own: the contract's socket object names each holder's command and
+/// user, which live in the [`Snapshot`]; serialize the snapshot.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Socket {
     /// Socket inode (`socket:[N]`); `None` for TIME_WAIT and request sockets (the kernel reports 0).
     pub id: Option<u64>,
@@ -470,7 +470,6 @@ pub struct Socket {
     /// Address family.
     pub family: Family,
     /// Socket type.
-    #[serde(rename = "type")]
     pub sock_type: SockType,
     /// State.
     pub state: State,
@@ -494,14 +493,11 @@ pub struct Socket {
     /// zones were read.
     pub netns: Option<u64>,
     /// TCP internals, when asked for (`-T`, `-C`) and the kernel sent them (not for TIME_WAIT).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<Box<tcp::TcpDetails>>,
     /// Socket memory, when asked for (`-m`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<Box<tcp::Memory>>,
     /// cgroup-v2 id of the socket (`INET_DIAG_CGROUP_ID`, 5.8+): the cgroup of the process that
     /// created it; see [`Snapshot::cgroups`] for its path. Inet sockets only.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup_id: Option<u64>,
 }
 
@@ -560,7 +556,12 @@ impl Socket {
 }
 
 /// Everything one query saw, ready to filter and render.
-#[derive(Debug, Clone, Default, Serialize)]
+///
+/// It serializes to the listing document of the JSON contract, schema version 1
+/// (`doc/json-schema.md`, `doc/sockstat.schema.json`): what `sockstat --json` prints, with every
+/// detail the snapshot holds (TCP internals, memory, timers, cgroups, arguments and warning
+/// details when they were gathered). See [`crate::render::json`].
+#[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// The sockets, in output order.
     pub sockets: Vec<Socket>,

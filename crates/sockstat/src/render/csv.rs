@@ -5,7 +5,8 @@
 
 use std::io::{self, Write};
 
-use super::{row_uid, rows, sanitize, unix_holders, user_label, write_endpoint, Options};
+use super::fmt::write_endpoint;
+use super::{row_uid, rows, sanitize, unix_holders, user_label, Options};
 use crate::model::Snapshot;
 
 fn cell(out: &mut Vec<u8>, text: &str) {

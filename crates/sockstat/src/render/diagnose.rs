@@ -115,14 +115,7 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
     for f in &r.findings {
         let target = match &f.socket {
             Some(s) => {
-                let conn = match &s.remote {
-                    Some(rem) => format!(
-                        "{} -> {}",
-                        crate::diagnose::endpoint_text(&s.local),
-                        crate::diagnose::endpoint_text(rem)
-                    ),
-                    None => crate::diagnose::endpoint_text(&s.local),
-                };
+                let conn = super::fmt::connection_ends(&s.local, s.remote.as_ref()).to_string();
                 let owners: Vec<String> = s
                     .owners
                     .iter()

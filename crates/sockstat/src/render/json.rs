@@ -5,6 +5,9 @@
 //! one JSON value. Text that came from other processes is emitted as a JSON string; when it is
 //! not valid UTF-8, the string has U+FFFD in place of the bad bytes and a sibling `<name>_hex`
 //! field carries the exact bytes.
+//!
+//! This is also the library's serde form of the model: a [`Snapshot`] serializes to the listing
+//! document and an [`Endpoint`] to the endpoint object, so there is one JSON shape, not two.
 
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -38,7 +41,7 @@ fn text(b: &[u8]) -> Text<'_> {
 }
 
 #[derive(Serialize, Default)]
-struct JsonEndpoint<'a> {
+pub(crate) struct JsonEndpoint<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     address: Option<IpAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,7 +72,7 @@ fn unix_path(name: &UnixName) -> (std::borrow::Cow<'_, str>, Option<String>) {
     }
 }
 
-fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
+pub(crate) fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
     match ep {
         Endpoint::Inet { addr, port } => JsonEndpoint {
             address: Some(*addr),
@@ -109,7 +112,7 @@ fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
 }
 
 #[derive(Serialize)]
-struct JsonOwner<'a> {
+pub(crate) struct JsonOwner<'a> {
     pid: u32,
     fd: u32,
     command: Option<std::borrow::Cow<'a, str>>,
@@ -124,7 +127,7 @@ struct JsonOwner<'a> {
 }
 
 #[derive(Serialize)]
-struct JsonSocket<'a> {
+pub(crate) struct JsonSocket<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     zone: Option<&'a crate::zone::Zone>,
     id: Option<u64>,
@@ -153,13 +156,13 @@ struct JsonSocket<'a> {
 }
 
 #[derive(Serialize)]
-struct JsonCgroup<'a> {
+pub(crate) struct JsonCgroup<'a> {
     id: u64,
     path: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct JsonTimer {
+pub(crate) struct JsonTimer {
     kind: &'static str,
     expires_ms: u32,
     retrans: u8,
@@ -187,9 +190,9 @@ struct JsonWarning<'a> {
     details: Option<&'a [String]>,
 }
 
-fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'a> {
-    let owners = s
-        .owners
+/// Every holder of `s` as the contract's owner objects.
+pub(crate) fn owners<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> Vec<JsonOwner<'a>> {
+    s.owners
         .iter()
         .map(|o| {
             let p = snap.process(o.pid);
@@ -222,7 +225,28 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
                 args_hex,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The socket's `"timer"` object, when asked for (`-T`) and reported.
+pub(crate) fn timer(s: &Socket, opts: &Options) -> Option<JsonTimer> {
+    s.timer.filter(|_| opts.tcp).map(|t| JsonTimer {
+        kind: timer_kind(t.kind),
+        expires_ms: t.expires_ms,
+        retrans: t.retrans,
+    })
+}
+
+/// The socket's `"cgroup"` object, when asked for (`--cgroup`) and reported.
+pub(crate) fn cgroup<'a>(snap: &'a Snapshot, s: &Socket, opts: &Options) -> Option<JsonCgroup<'a>> {
+    s.cgroup_id.filter(|_| opts.cgroup).map(|id| JsonCgroup {
+        id,
+        path: snap.cgroups.get(&id).map(String::as_str),
+    })
+}
+
+/// One socket as the contract's socket object (the listing's, and the `"socket"` of an event).
+pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'a> {
     JsonSocket {
         zone: snap.zone_of(s),
         id: s.id,
@@ -238,18 +262,21 @@ fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'
         uid: s.uid,
         user: s.uid.and_then(|u| snap.user_name(u)),
         owners_status: s.owners_status,
-        owners,
-        timer: s.timer.filter(|_| opts.tcp).map(|t| JsonTimer {
-            kind: timer_kind(t.kind),
-            expires_ms: t.expires_ms,
-            retrans: t.retrans,
-        }),
+        owners: owners(snap, s, opts),
+        timer: timer(s, opts),
         tcp: s.tcp.as_deref().filter(|_| opts.tcp || opts.congestion),
         memory: s.memory.as_deref().filter(|_| opts.memory),
-        cgroup: s.cgroup_id.filter(|_| opts.cgroup).map(|id| JsonCgroup {
-            id,
-            path: snap.cgroups.get(&id).map(String::as_str),
-        }),
+        cgroup: cgroup(snap, s, opts),
+    }
+}
+
+/// One warning as the contract's object; its details only when `verbose`.
+fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
+    JsonWarning {
+        code: w.code.name(),
+        count: w.count,
+        message: &w.message,
+        details: (verbose && !w.details.is_empty()).then_some(&w.details[..]),
     }
 }
 
@@ -260,13 +287,7 @@ pub fn write_warnings(warnings: &[Warning], verbose: bool, out: &mut dyn Write) 
         if i > 0 {
             out.write_all(b",")?;
         }
-        let jw = JsonWarning {
-            code: w.code.name(),
-            count: w.count,
-            message: &w.message,
-            details: (verbose && !w.details.is_empty()).then_some(&w.details[..]),
-        };
-        serde_json::to_writer(&mut *out, &jw)?;
+        serde_json::to_writer(&mut *out, &warning(w, verbose))?;
     }
     out.write_all(b"]")
 }
@@ -284,4 +305,117 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
     out.write_all(b"],\n")?;
     write_warnings(&snap.warnings, opts.verbose, out)?;
     out.write_all(b"}\n")
+}
+
+/// Options that show every detail a snapshot holds (the serde form of a [`Snapshot`]).
+fn everything() -> Options {
+    Options {
+        args: true,
+        verbose: true,
+        tcp: true,
+        congestion: true,
+        memory: true,
+        cgroup: true,
+        ..Options::new()
+    }
+}
+
+impl Serialize for Snapshot {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Sockets<'a>(&'a Snapshot, &'a Options);
+        impl Serialize for Sockets<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.sockets.iter().map(|x| socket(self.0, x, self.1)))
+            }
+        }
+        let opts = everything();
+        let mut m = s.serialize_struct("Listing", 3)?;
+        m.serialize_field("version", &SCHEMA_VERSION)?;
+        m.serialize_field("sockets", &Sockets(self, &opts))?;
+        m.serialize_field(
+            "warnings",
+            &self
+                .warnings
+                .iter()
+                .map(|w| warning(w, true))
+                .collect::<Vec<_>>(),
+        )?;
+        m.end()
+    }
+}
+
+impl Serialize for Endpoint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        endpoint(self).serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::changes::tests::tcp;
+    use crate::model::{Owner, Process, UnixName, WarningCode};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn the_serde_form_of_a_snapshot_is_the_listing_document() {
+        let mut s = tcp(Some(u64::MAX), 80, 10);
+        s.owners = vec![Owner { pid: 7, fd: 3 }];
+        s.owners_status = OwnersStatus::Known;
+        let mut snap = Snapshot {
+            sockets: vec![s],
+            ..Snapshot::default()
+        };
+        snap.processes.insert(
+            7,
+            Process {
+                pid: 7,
+                command: Some(RawString::new(b"web\xff")),
+                uid: Some(0),
+                args: None,
+            },
+        );
+        snap.warnings.push(Warning {
+            code: WarningCode::OwnersHidden,
+            count: Some(1),
+            message: "one hidden".into(),
+            details: vec!["pid 9".into()],
+        });
+        let serde = serde_json::to_value(&snap).unwrap();
+        let mut written = Vec::new();
+        write(&snap, &everything(), &mut written).unwrap();
+        let written: Value = serde_json::from_slice(&written).unwrap();
+        assert_eq!(serde, written);
+        // The contract's spelling, not the model's field names: a cookie past 2^53 as a string.
+        assert_eq!(serde["sockets"][0]["cookie"], u64::MAX.to_string());
+        assert_eq!(serde["sockets"][0]["owners"][0]["command_hex"], "776562ff");
+        assert_eq!(serde["warnings"][0]["details"][0], "pid 9");
+    }
+
+    #[test]
+    fn an_endpoint_serializes_to_the_contracts_endpoint_object() {
+        let v = |e: &Endpoint| serde_json::to_value(e).unwrap();
+        assert_eq!(
+            v(&Endpoint::Inet {
+                addr: "2001:db8::1".parse().unwrap(),
+                port: 443
+            }),
+            json!({"address": "2001:db8::1", "port": 443})
+        );
+        assert_eq!(
+            v(&Endpoint::Unix(Some(UnixName::Abstract(RawString::new(
+                b"bus"
+            ))))),
+            json!({"path": "@bus"})
+        );
+        assert_eq!(
+            v(&Endpoint::UnixPeer {
+                peer: 5,
+                name: None
+            }),
+            json!({"peer": 5})
+        );
+        assert_eq!(v(&Endpoint::Unix(None)), json!({}));
+    }
 }

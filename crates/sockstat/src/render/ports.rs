@@ -3,10 +3,11 @@
 
 use std::io::{self, Write};
 
+use super::fmt::inet;
 use super::sanitize::for_terminal;
 use super::Options;
 use crate::model::{Severity, Warning};
-use crate::ports::{endpoint_text, Finding, PortsReport, TimeLeft, TIME_WAIT_S};
+use crate::ports::{Finding, PortsReport, TimeLeft, TIME_WAIT_S};
 
 /// Version of the ports JSON document.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -138,7 +139,7 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
             let states: Vec<String> = d.states.iter().map(|(k, v)| format!("{k} {v}")).collect();
             rows.push(vec![
                 d.local_address.to_string(),
-                endpoint_text(d.remote_address, d.remote_port),
+                inet(d.remote_address, d.remote_port).to_string(),
                 d.count.to_string(),
                 format!(
                     "{:.0}%{}",
@@ -185,7 +186,7 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
                 let first = i == 0;
                 rows.push(vec![
                     if first {
-                        endpoint_text(s.local_address, s.local_port)
+                        inet(s.local_address, s.local_port).to_string()
                     } else {
                         String::new()
                     },

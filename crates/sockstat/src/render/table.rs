@@ -8,10 +8,7 @@ use std::io::{self, Write};
 
 use unicode_width::UnicodeWidthStr;
 
-use super::{
-    human_bytes, human_rate, human_us, row_uid, rows, sanitize, unix_holders, user_label,
-    write_endpoint, Options,
-};
+use super::{fmt, fmt::write_endpoint, row_uid, rows, sanitize, unix_holders, user_label, Options};
 use crate::model::{Owner, Snapshot, Socket, State};
 
 /// Column caps without `-w`: beyond these, a cell is cut and ends with `…`.
@@ -216,14 +213,14 @@ fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
     match col {
         Col::Rtt => {
             if let (Some(rtt), Some(var)) = (i.rtt_us(), i.rttvar_us()) {
-                human_us(cell, u64::from(rtt));
+                let _ = write!(cell, "{}", fmt::duration_us_cell(u64::from(rtt)));
                 cell.push('/');
-                human_us(cell, u64::from(var));
+                let _ = write!(cell, "{}", fmt::duration_us_cell(u64::from(var)));
             }
         }
         Col::MinRtt => {
             if let Some(v) = i.min_rtt_us() {
-                human_us(cell, u64::from(v))
+                let _ = write!(cell, "{}", fmt::duration_us_cell(u64::from(v)));
             }
         }
         Col::Cwnd => {
@@ -245,12 +242,12 @@ fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
         },
         Col::SndWnd => {
             if let Some(v) = i.snd_wnd() {
-                human_bytes(cell, u64::from(v))
+                let _ = write!(cell, "{}", fmt::bytes_cell(u64::from(v)));
             }
         }
         Col::RcvWnd => {
             if let Some(v) = t.rcv_wnd_advertised() {
-                human_bytes(cell, u64::from(v))
+                let _ = write!(cell, "{}", fmt::bytes_cell(u64::from(v)));
             }
         }
         Col::Unacked => {
@@ -265,7 +262,7 @@ fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
         }
         Col::Delivery => {
             if let Some(v) = i.delivery_rate() {
-                human_rate(cell, v);
+                let _ = write!(cell, "{}", fmt::bit_rate_cell(v));
                 if i.delivery_rate_app_limited() == Some(true) {
                     cell.push('*');
                 }
@@ -301,14 +298,14 @@ fn memory_cell(cell: &mut String, col: Col, s: &Socket) {
     };
     match col {
         Col::Rmem => {
-            human_bytes(cell, u64::from(m.rmem_alloc_bytes));
+            let _ = write!(cell, "{}", fmt::bytes_cell(u64::from(m.rmem_alloc_bytes)));
             cell.push('/');
-            human_bytes(cell, u64::from(m.rcvbuf_bytes));
+            let _ = write!(cell, "{}", fmt::bytes_cell(u64::from(m.rcvbuf_bytes)));
         }
         Col::Wmem => {
-            human_bytes(cell, u64::from(m.wmem_queued_bytes));
+            let _ = write!(cell, "{}", fmt::bytes_cell(u64::from(m.wmem_queued_bytes)));
             cell.push('/');
-            human_bytes(cell, u64::from(m.sndbuf_bytes));
+            let _ = write!(cell, "{}", fmt::bytes_cell(u64::from(m.sndbuf_bytes)));
         }
         Col::Drops => match m.drops {
             Some(d) => {
@@ -397,7 +394,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
 struct Filler<'a> {
     snap: &'a Snapshot,
     opts: &'a Options,
-    holders: rustc_hash::FxHashMap<u64, Owner>,
+    holders: fmt::UnixHolders,
     users: std::collections::HashMap<u32, String>,
     cell: String,
 }

@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::render::fmt::{byte_rate, bytes};
 use crate::render::sanitize;
 use crate::trace::{Point, Trace};
 
@@ -109,36 +110,6 @@ fn nice_step(max: f64, n: f64) -> f64 {
     m * mag
 }
 
-/// Bytes with a binary unit: `512 B`, `64 KiB`, `1.5 MiB`.
-pub fn bytes_label(b: f64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut v = b;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 || v >= 100.0 || (v - v.round()).abs() < 0.05 {
-        format!("{:.0} {}", v, UNITS[u])
-    } else {
-        format!("{:.1} {}", v, UNITS[u])
-    }
-}
-
-/// Bytes per second in decimal units, as link speeds are given: `1.62 MB/s`.
-pub fn rate_label(bps: f64) -> String {
-    // Thresholds just under each unit, so 999,999.99 B/s is "1.00 MB/s", not "1000.0 kB/s".
-    if bps >= 0.9995e9 {
-        format!("{:.2} GB/s", bps / 1e9)
-    } else if bps >= 0.9995e6 {
-        format!("{:.2} MB/s", bps / 1e6)
-    } else if bps >= 999.5 {
-        format!("{:.1} kB/s", bps / 1e3)
-    } else {
-        format!("{bps:.0} B/s")
-    }
-}
-
 /// Byte ticks at 1, 2 or 5 × 10^k of the unit the scale reads in (B, KiB or MiB), so the
 /// labels are round: `0.5 MiB, 1 MiB, 1.5 MiB`, not `1000 KiB, 1.9 MiB`.
 fn byte_step(max: f64) -> f64 {
@@ -197,6 +168,44 @@ use std::fmt;
 pub fn write_svg(trace: &Trace, title: &str, out: &mut impl Write) -> io::Result<()> {
     let svg = svg(trace, title).map_err(|_| io::Error::other("formatting the SVG"))?;
     out.write_all(svg.as_bytes())
+}
+
+/// The trace in short phrases, for the picture's header and the command's last line: the acked
+/// (and received) rate, the share of busy time each limit held the sender back, zero-window
+/// samples, how many samples over how long, the congestion control, when the connection
+/// closed. Not escaped: the congestion name came from the kernel.
+pub fn summary_facts(trace: &Trace) -> Vec<String> {
+    let summary = trace.summary();
+    let mut facts = Vec::new();
+    if let Some(r) = summary.acked_bytes_per_sec {
+        facts.push(format!("acked {}", byte_rate(r)));
+    }
+    if let Some(r) = summary.received_bytes_per_sec.filter(|&r| r > 0.0) {
+        facts.push(format!("received {}", byte_rate(r)));
+    }
+    if let Some(sh) = summary.sndbuf_limited_share {
+        facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
+    }
+    if let Some(sh) = summary.rwnd_limited_share {
+        facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
+    }
+    if summary.zero_window_samples > 0 {
+        facts.push(format!(
+            "zero window in {} of {} samples",
+            summary.zero_window_samples, summary.samples
+        ));
+    }
+    facts.push(format!(
+        "{} samples over {:.1} s",
+        summary.samples, summary.duration_s
+    ));
+    if let Some(cc) = &trace.congestion {
+        facts.push(cc.clone());
+    }
+    if let Some(c) = trace.closed_at_s {
+        facts.push(format!("closed at {c:.1} s"));
+    }
+    facts
 }
 
 fn svg(trace: &Trace, title: &str) -> Result<String, fmt::Error> {
@@ -266,39 +275,10 @@ fn svg(trace: &Trace, title: &str) -> Result<String, fmt::Error> {
         r#"<text x="{LEFT}" y="28" font-size="15" font-weight="bold">{}</text>"#,
         xml(title)
     )?;
-    let mut facts = Vec::new();
-    if let Some(r) = summary.acked_bytes_per_sec {
-        facts.push(format!("acked {}", rate_label(r)));
-    }
-    if let Some(r) = summary.received_bytes_per_sec.filter(|&r| r > 0.0) {
-        facts.push(format!("received {}", rate_label(r)));
-    }
-    if let Some(sh) = summary.sndbuf_limited_share {
-        facts.push(format!("send-buffer limited {:.0}%", sh * 100.0));
-    }
-    if let Some(sh) = summary.rwnd_limited_share {
-        facts.push(format!("peer-window limited {:.0}%", sh * 100.0));
-    }
-    if summary.zero_window_samples > 0 {
-        facts.push(format!(
-            "zero window in {} of {} samples",
-            summary.zero_window_samples, summary.samples
-        ));
-    }
-    facts.push(format!(
-        "{} samples over {:.1} s",
-        summary.samples, summary.duration_s
-    ));
-    if let Some(cc) = &trace.congestion {
-        facts.push(xml(cc));
-    }
-    if let Some(c) = trace.closed_at_s {
-        facts.push(format!("closed at {c:.1} s"));
-    }
     writeln!(
         s,
         r##"<text x="{LEFT}" y="50" fill="#333">{}</text>"##,
-        facts.join(" · ")
+        xml(&summary_facts(trace).join(" · "))
     )?;
     writeln!(
         s,
@@ -324,7 +304,7 @@ fn svg(trace: &Trace, title: &str) -> Result<String, fmt::Error> {
                 W - RIGHT,
                 LEFT - 6.0,
                 y + 4.0,
-                bytes_label(v)
+                bytes(v)
             )?;
             v += step;
         }
@@ -381,7 +361,7 @@ fn svg(trace: &Trace, title: &str) -> Result<String, fmt::Error> {
         }
         let mut label = ser.label.to_string();
         if ser.id == "peer_window" && window_max > bot.max {
-            label = format!("{label} (to {}, cut)", bytes_label(window_max));
+            label = format!("{label} (to {}, cut)", bytes(window_max));
         }
         writeln!(
             s,
@@ -482,7 +462,7 @@ mod tests {
         assert!(svg.contains("&lt;x &amp; &quot;y&quot;&gt;"));
         assert!(svg.contains("send-buffer limited 90%"), "{svg}");
         assert!(svg.contains("peer window (to 3 MiB, cut)"), "{svg}");
-        assert!(svg.contains("acked 1.00 MB/s"), "{svg}");
+        assert!(svg.contains("acked 1 MB/s"), "{svg}");
     }
 
     #[test]
@@ -507,8 +487,5 @@ mod tests {
         assert_eq!(byte_step(100.0 * 1024.0), 20.0 * 1024.0);
         assert_eq!(byte_step(3.1 * 1048576.0), 1048576.0);
         assert_eq!(byte_step(1.5 * 1048576.0), 0.5 * 1048576.0);
-        assert_eq!(bytes_label(65536.0), "64 KiB");
-        assert_eq!(bytes_label(1.5 * 1048576.0), "1.5 MiB");
-        assert_eq!(rate_label(1_620_000.0), "1.62 MB/s");
     }
 }

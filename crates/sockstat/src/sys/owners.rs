@@ -301,7 +301,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, SysError> {
 
 /// A test seam: with `SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS` set, says so on stderr and waits
 /// that long between the iterator and the identity reads, so a test can reuse a pid in the
-/// window (tests/hardening_churn.rs). Bounded to 10 s; unset, it costs one getenv.
+/// window (tests/it/hardening_churn.rs). Bounded to 10 s; unset, it costs one getenv.
 fn test_pause_after_iterator() {
     if let Some(ms) = std::env::var("SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS")
         .ok()

@@ -6,24 +6,17 @@
 //! And a process whose memory map stays locked costs `?` in ARGS, not a hung `-a`: made real
 //! with a FUSE file that never answers READ (see `StallingFuse`). Needs root and /dev/fuse.
 
-#[path = "it/common.rs"]
-#[allow(unused_imports, unused_macros)]
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
-#[used]
-#[link_section = ".init_array"]
-static HOLDER_CTOR: extern "C" fn() = holder_ctor;
-
-extern "C" fn holder_ctor() {
+/// This binary re-run as the target of the locked-memory-map test (from `main.rs`'s
+/// constructor, before the harness starts), when `SOCKSTAT_TEST_MAPLOCK_TARGET` is set.
+pub fn run_role_if_requested() {
     if let Some(file) = std::env::var_os(MAPLOCK_ENV) {
         maplock_target(&file);
     }
-    sockstat_testkit::holder::run_if_requested();
 }
 
 /// Runs sockstat with `args` where /etc/passwd never answers; returns (status, stdout, stderr,

@@ -1,16 +1,15 @@
 //! `sockstat ports` against real sockets, each test in a network namespace it creates (root
 //! only; skipped loudly otherwise). The sockets are made by this test binary re-run inside the
-//! namespace (see tests/ports_support/mod.rs), the report by the real `sockstat` binary run
+//! namespace (see ports_support.rs), the report by the real `sockstat` binary run
 //! there too.
-
-mod ports_support;
 
 use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::FromRawFd;
 use std::time::Duration;
 
-use ports_support::{
+use crate::common::test_path;
+use crate::ports_support::{
     hear, ports_json, say, sockstat, wait_for_eof, wait_output, Netns, HELPER_ENV,
 };
 
@@ -140,7 +139,7 @@ fn field<'a>(msg: &'a str, key: &str) -> &'a str {
 }
 
 fn exhaust(ns: &Netns) -> (u32, i32) {
-    let mut h = ns.helper("ports_helper", "exhaust");
+    let mut h = ns.helper(&test_path(module_path!(), "ports_helper"), "exhaust");
     let msg = h.expect_line(LIMIT);
     h.finish(LIMIT);
     (
@@ -247,10 +246,10 @@ fn ports_server_view_shows_clients_reusing_ports_into_time_wait() {
     else {
         return;
     };
-    let mut h = ns.helper("ports_helper", "server-tw");
+    let mut h = ns.helper(&test_path(module_path!(), "ports_helper"), "server-tw");
     assert_eq!(h.expect_line(LIMIT), "LISTENING");
     // Sample across the rounds: the interval adds the counters.
-    let bg = ports_support::spawn_sockstat(&ns, &["ports", "--interval", "2", "--json"]);
+    let bg = crate::ports_support::spawn_sockstat(&ns, &["ports", "--interval", "2", "--json"]);
     std::thread::sleep(Duration::from_millis(500));
     h.send("go");
     let done = h.expect_line(LIMIT);

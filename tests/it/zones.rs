@@ -107,7 +107,7 @@ impl Holder {
         };
         cmd.args([
             "--exact",
-            "zone_holder_child",
+            &crate::common::test_path(module_path!(), "zone_holder_child"),
             "--nocapture",
             "--test-threads",
             "1",
@@ -160,12 +160,7 @@ fn json(args: &[&str]) -> serde_json::Value {
     let (code, out, err) = sockstat(args);
     assert_eq!(code, 0, "sockstat {args:?} failed: {err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../doc/sockstat.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    if let Err(e) = validator.validate(&v) {
-        panic!("output of {args:?} does not match the schema: {e}");
-    }
+    crate::common::validate(&v);
     v
 }
 
@@ -601,7 +596,7 @@ fn cgroup_column_names_the_socket_cgroup() {
         .arg(&exe)
         .args([
             "--exact",
-            "zone_holder_child",
+            &crate::common::test_path(module_path!(), "zone_holder_child"),
             "--nocapture",
             "--test-threads",
             "1",

@@ -8,6 +8,8 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::process::Command;
 
+use crate::common::validate;
+
 const SOCKSTAT: &str = env!("CARGO_BIN_EXE_sockstat");
 
 fn run(args: &[&str]) -> (i32, String) {
@@ -16,14 +18,6 @@ fn run(args: &[&str]) -> (i32, String) {
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
     )
-}
-
-fn validate(v: &serde_json::Value) {
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../doc/sockstat.schema.json")).unwrap();
-    if let Err(e) = jsonschema::validator_for(&schema).unwrap().validate(v) {
-        panic!("schema: {e}\n{v}");
-    }
 }
 
 fn set_sndbuf(s: &TcpStream, bytes: i32) {

@@ -21,10 +21,6 @@
 //! with a 10 s limit each, and a 60 s limit on the whole namespace, which dies with the test
 //! (`--kill-child`, and a Drop guard that kills `unshare`).
 
-#[path = "it/common.rs"]
-#[allow(unused_imports, unused_macros)]
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::os::fd::RawFd;
@@ -32,7 +28,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const RUNS: usize = 20;
 /// Per churner.
@@ -218,6 +214,18 @@ fn churner(logfd: RawFd) -> ! {
 
 /// The namespace's init: set pid_max, start the holders, run sockstat RUNS times. Never returns.
 fn churn_driver(dir: &Path) -> ! {
+    // The holders and churners inherit this name: what `--command 'hardening*'` selects (the
+    // test binary's own name is the harness's, `it-<hash>`).
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"hardening-churn".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
     let pid_max_set = std::fs::write("/proc/sys/kernel/pid_max", PID_MAX.to_string()).is_ok();
     let sockstat = std::env::var("HARDENING_SOCKSTAT").unwrap_or_default();
     let truth = std::fs::OpenOptions::new()
@@ -291,11 +299,9 @@ fn churn_driver(dir: &Path) -> ! {
     unsafe { libc::_exit(0) }
 }
 
-#[used]
-#[link_section = ".init_array"]
-static CTOR: extern "C" fn() = ctor;
-
-extern "C" fn ctor() {
+/// This binary re-run as a pid namespace's init (from `main.rs`'s constructor, before the
+/// harness starts), when `HARDENING_CHURN` or `HARDENING_REUSE` is set.
+pub fn run_role_if_requested() {
     if let Some(dir) = std::env::var_os(ENV) {
         churn_driver(Path::new(&dir));
     }
@@ -593,6 +599,7 @@ fn a_pid_reused_after_the_bpf_iterator_gets_no_rows() {
         );
         return;
     }
+    let _machine = loads_the_machine();
     let dir = tempdir();
     run_driver(
         &[(REUSE_ENV, dir.path().as_os_str())],
@@ -683,6 +690,7 @@ fn run_driver(env: &[(&str, &std::ffi::OsStr)], limit: Duration) -> std::process
 }
 
 fn churn(owner_scan: Option<&str>) {
+    let _machine = loads_the_machine();
     let dir = tempdir();
     let mut env = vec![(ENV, dir.path().as_os_str())];
     if let Some(scan) = owner_scan {

@@ -8,14 +8,10 @@
 //! listener; every run is restricted to their two ports so the host's own processes do not
 //! matter.
 
-#[path = "it/common.rs"]
-#[allow(unused_imports, unused_macros)]
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const NOBODY: &str = "65534";
@@ -264,13 +260,4 @@ fn hidepid_is_one_warning_not_a_lie() {
     // The host's /proc was never remounted.
     let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mi.contains(procdir.path().to_str().unwrap()), "{mi}");
-}
-
-// Holders are this test binary re-run with SOCKSTAT_TESTKIT_HOLDER set (see tests/it/main.rs).
-#[used]
-#[link_section = ".init_array"]
-static HOLDER_CTOR: extern "C" fn() = holder_ctor;
-
-extern "C" fn holder_ctor() {
-    sockstat_testkit::holder::run_if_requested();
 }

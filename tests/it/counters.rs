@@ -2,15 +2,13 @@
 //! creates (root only; skipped loudly otherwise), and against captured counter files in a fake
 //! /proc (no privileges needed).
 
-#[path = "ports_support/mod.rs"]
-mod ports_support;
-
 use std::net::{Ipv4Addr, TcpStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use ports_support::{counters_json, hear, say, sockstat, wait_output, Netns, HELPER_ENV};
+use crate::common::test_path;
+use crate::ports_support::{counters_json, hear, say, sockstat, wait_output, Netns, HELPER_ENV};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const FIXTURES: &str = concat!(
@@ -60,9 +58,12 @@ fn counters_interval_sees_refused_connects() {
     let Some(ns) = Netns::create("counters_interval_sees_refused_connects") else {
         return;
     };
-    let mut h = ns.helper("counters_helper", &format!("refused {N}"));
+    let mut h = ns.helper(
+        &test_path(module_path!(), "counters_helper"),
+        &format!("refused {N}"),
+    );
     assert_eq!(h.expect_line(LIMIT), "READY");
-    let bg = ports_support::spawn_sockstat(&ns, &["counters", "2", "--json"]);
+    let bg = crate::ports_support::spawn_sockstat(&ns, &["counters", "2", "--json"]);
     // Let sockstat take its first reading, then make the connections inside the interval.
     std::thread::sleep(Duration::from_millis(500));
     h.send("go");
@@ -291,7 +292,10 @@ fn counters_zone_counts_refused_connects_inside_it() {
     let Some(ns) = Netns::create("counters_zone_counts_refused_connects_inside_it") else {
         return;
     };
-    let mut h = ns.helper("counters_helper", &format!("refused {N}"));
+    let mut h = ns.helper(
+        &test_path(module_path!(), "counters_helper"),
+        &format!("refused {N}"),
+    );
     assert_eq!(h.expect_line(LIMIT), "READY");
     let spawn = |args: &[&str]| {
         Command::new(sockstat())

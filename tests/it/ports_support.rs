@@ -1,4 +1,4 @@
-//! Shared by tests/ports.rs and tests/counters.rs: a private network namespace per test, and
+//! Shared by the ports and counters tests: a private network namespace per test, and
 //! a way to run socket-making code inside it.
 //!
 //! A test harness process is multithreaded, so it cannot `setns(2)` itself into a namespace.
@@ -250,39 +250,10 @@ pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
     child.wait_with_output().expect("sockstat output")
 }
 
-fn validator(schema: &'static str) -> &'static jsonschema::Validator {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static V: OnceLock<Mutex<HashMap<&'static str, &'static jsonschema::Validator>>> =
-        OnceLock::new();
-    let mut m = V.get_or_init(Default::default).lock().unwrap();
-    m.entry(schema).or_insert_with(|| {
-        let path = format!("{}/doc/{schema}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let v: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
-        Box::leak(Box::new(
-            jsonschema::validator_for(&v).expect("schema compiles"),
-        ))
-    })
-}
-
-/// Asserts that `v` matches doc/`schema`.
-pub fn validate(schema: &'static str, v: &serde_json::Value) {
-    let errors: Vec<String> = validator(schema)
-        .iter_errors(v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "JSON does not match doc/{schema}:\n{}\n{v}",
-        errors.join("\n")
-    );
-}
-
 /// The stdout of `sockstat ports --json`, parsed and checked against doc/ports.schema.json.
 pub fn ports_json(o: &Output) -> serde_json::Value {
     let v = json(o);
-    validate("ports.schema.json", &v);
+    crate::common::validate_against("ports.schema.json", &v);
     v
 }
 
@@ -290,7 +261,7 @@ pub fn ports_json(o: &Output) -> serde_json::Value {
 /// doc/counters.schema.json.
 pub fn counters_json(o: &Output) -> serde_json::Value {
     let v = json(o);
-    validate("counters.schema.json", &v);
+    crate::common::validate_against("counters.schema.json", &v);
     v
 }
 

@@ -79,6 +79,7 @@ fn json_lines(out: &Output) -> Vec<Value> {
 
 #[test]
 fn a_zero_window_stall_is_traced_and_drawn() {
+    let _timing = crate::common::timing_sensitive();
     let (l, c, _srv) = stalled();
     let port = l.local_addr().unwrap().port().to_string();
     let id = inode(c.as_raw_fd()).to_string();
@@ -165,6 +166,7 @@ fn a_zero_window_stall_is_traced_and_drawn() {
 
 #[test]
 fn a_closed_connection_ends_the_trace() {
+    let _timing = crate::common::timing_sensitive();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (srv, _) = l.accept().unwrap();

@@ -1,25 +1,15 @@
 //! `sockstat --watch`, `--events`, `--count` against real sockets held by sockholder (this test
 //! binary re-executes itself as the holder, as tests/it does), piped and on a pseudo-terminal.
 
-#[path = "it/common.rs"]
-#[allow(unused_imports, unused_macros)]
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{run_on_pty, sockstat, validate, Holder};
+use crate::common::{
+    run_on_pty, schema_errors, sockstat, timing_sensitive, validate, validate_against, Holder,
+};
 use serde_json::{json, Value};
-
-#[used]
-#[link_section = ".init_array"]
-static HOLDER_CTOR: extern "C" fn() = holder_ctor;
-
-extern "C" fn holder_ctor() {
-    sockstat_testkit::holder::run_if_requested();
-}
 
 /// Starts sockstat with `args`, then calls `during` while it runs, then returns its stdout
 /// lines and exit status (the run must end by itself, through --count, within 30 s).
@@ -67,6 +57,7 @@ fn short_lived_listener() -> impl FnOnce() -> (u16, u32, i32) {
 
 #[test]
 fn events_show_a_listener_opening_and_closing_with_its_owner() {
+    let _timing = timing_sensitive();
     let mut seen = None;
     let listener = short_lived_listener();
     let (lines, code, stderr) = run_while(
@@ -92,6 +83,7 @@ fn events_show_a_listener_opening_and_closing_with_its_owner() {
 
 #[test]
 fn json_events_carry_the_listing_socket_object() {
+    let _timing = timing_sensitive();
     let mut seen = None;
     let listener = short_lived_listener();
     let (lines, code, stderr) = run_while(
@@ -109,6 +101,8 @@ fn json_events_carry_the_listing_socket_object() {
     let mut kinds = Vec::new();
     for e in &events {
         assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+        validate_against("events.schema.json", e);
+        assert_eq!(e["version"], 1, "{e}");
         // The socket object is the listing's: it validates as one.
         validate(&json!({"version": 1, "sockets": [e["socket"]], "warnings": []}));
         if e["socket"]["local"]["port"] == port {
@@ -124,6 +118,7 @@ fn json_events_carry_the_listing_socket_object() {
 
 #[test]
 fn piped_watch_prints_successive_snapshots() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port().to_string();
     let out = sockstat(&["--watch", "0.2", "--count", "2", "-l", "-p", &port]).ok();
@@ -147,6 +142,7 @@ fn piped_watch_prints_successive_snapshots() {
 
 #[test]
 fn json_watch_prints_one_document_per_line() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port();
     let out = sockstat(&["--watch", "0.1", "--count", "3", "--json", "-l"])
@@ -164,10 +160,11 @@ fn json_watch_prints_one_document_per_line() {
 
 #[test]
 fn tcp_info_watch_is_a_time_series_per_connection() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-pair:127.0.0.1"]);
     let port = h.item(0).role("listener").port().to_string();
     let out = sockstat(&[
-        "-T", "--json", "--watch", "0.1", "--count", "2", "-P", "tcp",
+        "-T", "-m", "--cgroup", "--json", "--watch", "0.1", "--count", "2", "-P", "tcp",
     ])
     .args(&["-p", &port, "--pid", &h.pid().to_string()])
     .ok();
@@ -180,6 +177,8 @@ fn tcp_info_watch_is_a_time_series_per_connection() {
     assert_eq!(samples.len(), 4, "{}", out.stdout);
     let mut cookies = std::collections::BTreeSet::new();
     for s in &samples {
+        validate_against("series.schema.json", s);
+        assert_eq!(s["version"], 1, "{s}");
         assert!(s["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{s}");
         assert_eq!(s["state"], "ESTABLISHED", "{s}");
         for k in [
@@ -194,6 +193,11 @@ fn tcp_info_watch_is_a_time_series_per_connection() {
         assert_eq!(s["local"]["address"], "127.0.0.1", "{s}");
         assert_eq!(s["remote"]["address"], "127.0.0.1", "{s}");
         assert_eq!(s["owners"][0]["pid"], h.pid(), "{s}");
+        // -T gives the timer, -m the memory and --cgroup the cgroup, as in the listing.
+        assert!(s["timer"]["kind"].is_string(), "{s}");
+        assert!(s["memory"]["sndbuf_bytes"].as_u64() > Some(0), "{s}");
+        assert!(s["cgroup"]["id"].is_u64(), "{s}");
+        assert!(s.get("tcp").is_none() && s.get("type").is_none(), "{s}");
         cookies.insert(s["cookie"].as_str().expect("cookie").to_string());
     }
     assert_eq!(cookies.len(), 2, "the same two connections each time");
@@ -201,19 +205,85 @@ fn tcp_info_watch_is_a_time_series_per_connection() {
 }
 
 #[test]
-fn on_a_terminal_the_screen_is_redrawn_and_restored() {
-    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
-    let port = h.item(0).sock().port().to_string();
-    let (code, raw) = run_on_pty(sockstat(&[
-        "--watch", "0.1", "--count", "2", "-l", "-p", &port,
-    ]));
+fn the_record_schemas_reject_what_the_contract_does_not_allow() {
+    // A series record and an event as sockstat writes them (a loopback connection, trimmed).
+    let sample = json!({
+        "version": 1, "time": "2026-11-22T14:50:01.123Z", "cookie": "8812", "id": 51231,
+        "proto": "tcp", "family": "inet", "state": "ESTABLISHED",
+        "local": {"address": "127.0.0.1", "port": 5432},
+        "remote": {"address": "127.0.0.1", "port": 40512},
+        "recv_q": 0, "send_q": 0,
+        "owners": [{"pid": 4121, "fd": 7, "command": "postgres", "uid": 0, "user": "root"}],
+        "ca_state": "open", "rtt_us": 52, "cwnd_pkts": 10, "bytes_acked": 1,
+        "options": {"timestamps": true, "sack": true, "wscale": true, "ecn": false,
+                    "ecn_seen": false, "syn_data": false},
+        "tcp_info_bytes": 280
+    });
+    assert!(schema_errors("series.schema.json", &sample).is_empty());
+    let event = json!({
+        "version": 1, "event": "close", "time": "2026-11-22T14:50:01.123Z",
+        "socket": {
+            "id": 51231, "cookie": "8812", "proto": "tcp", "family": "inet", "type": "stream",
+            "state": "LISTEN", "local": {"address": "127.0.0.1", "port": 5432}, "remote": null,
+            "recv_q": 0, "send_q": 128, "uid": 0, "user": "root", "owners_status": "none",
+            "owners": []
+        }
+    });
+    assert!(schema_errors("events.schema.json", &event).is_empty());
+    let broken = |schema: &'static str, base: &Value, edit: &dyn Fn(&mut Value)| {
+        let mut v = base.clone();
+        edit(&mut v);
+        assert!(
+            !schema_errors(schema, &v).is_empty(),
+            "{schema} accepted {v}"
+        );
+    };
+    broken("series.schema.json", &sample, &|v| v["version"] = json!(2));
+    broken("series.schema.json", &sample, &|v| {
+        v["cookie"] = json!(8812)
+    });
+    broken("series.schema.json", &sample, &|v| {
+        v["time"] = json!("yesterday")
+    });
+    broken("series.schema.json", &sample, &|v| v["rtt_us"] = json!(-1));
+    broken("series.schema.json", &sample, &|v| {
+        v["proto"] = json!("udp")
+    });
+    broken("series.schema.json", &sample, &|v| {
+        v.as_object_mut().unwrap().remove("tcp_info_bytes");
+    });
+    broken("series.schema.json", &sample, &|v| v["nested"] = json!([1]));
+    broken("events.schema.json", &event, &|v| {
+        v["event"] = json!("moved")
+    });
+    broken("events.schema.json", &event, &|v| {
+        v["socket"]["cookie"] = json!(8812)
+    });
+    broken("events.schema.json", &event, &|v| v["extra"] = json!(1));
+}
+
+/// The output of a watch that ran on a terminal and exited 0: it entered the alternate screen
+/// first and restored the terminal last.
+fn on_the_alternate_screen(code: Option<i32>, raw: &[u8]) -> String {
     assert_eq!(code, Some(0));
-    let text = String::from_utf8_lossy(&raw);
+    let text = String::from_utf8_lossy(raw).into_owned();
     assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
     assert!(
         text.trim_end().ends_with("\x1b[?7h\x1b[?25h\x1b[?1049l"),
         "{text:?}"
     );
+    text
+}
+
+#[test]
+fn on_a_terminal_the_screen_is_redrawn_and_restored() {
+    let _timing = timing_sensitive();
+    let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
+    let port = h.item(0).sock().port().to_string();
+    let (code, raw) = run_on_pty(sockstat(&[
+        "--watch", "0.1", "--count", "2", "-l", "-p", &port,
+    ]));
+    let text = on_the_alternate_screen(code, &raw);
     assert_eq!(text.matches("\x1b[H").count(), 2, "{text:?}");
     assert_eq!(text.matches("Every 0.1s: sockstat --watch").count(), 2);
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text:?}");
@@ -221,6 +291,7 @@ fn on_a_terminal_the_screen_is_redrawn_and_restored() {
 
 #[test]
 fn a_dumb_terminal_gets_plain_snapshots() {
+    let _timing = timing_sensitive();
     let (code, raw) = run_on_pty(
         sockstat(&["--watch", "0.1", "--count", "2", "-l", "-P", "tcp"]).env("TERM", "dumb"),
     );
@@ -232,6 +303,7 @@ fn a_dumb_terminal_gets_plain_snapshots() {
 
 #[test]
 fn ctrl_c_restores_the_terminal_and_exits_0() {
+    let _timing = timing_sensitive();
     // timeout(1) sends SIGINT after a second; --preserve-status passes sockstat's status on.
     let (code, raw) = run_on_pty(sockstat(&["--watch", "0.2", "-l", "-P", "tcp"]).prefix(&[
         "timeout",
@@ -240,17 +312,13 @@ fn ctrl_c_restores_the_terminal_and_exits_0() {
         "INT",
         "1",
     ]));
-    assert_eq!(code, Some(0));
-    let text = String::from_utf8_lossy(&raw);
-    assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
-    assert!(
-        text.trim_end().ends_with("\x1b[?7h\x1b[?25h\x1b[?1049l"),
-        "{text:?}"
-    );
+    let text = on_the_alternate_screen(code, &raw);
+    assert!(text.contains("Every 0.2s: sockstat --watch"), "{text:?}");
 }
 
 #[test]
 fn sigterm_ends_a_piped_watch_cleanly() {
+    let _timing = timing_sensitive();
     let t0 = Instant::now();
     let out = sockstat(&["--watch", "0.2", "-l", "-P", "tcp"])
         .prefix(&["timeout", "--preserve-status", "-s", "TERM", "1"])
@@ -264,7 +332,7 @@ fn bad_watch_input_is_one_line_and_status_2() {
     for (args, want) in [
         (
             &["--watch", "0"][..],
-            "'0' is not a watch interval: give seconds above 0 and at most 86400 (e.g. 2 or 0.5)",
+            "invalid interval '0': give seconds greater than 0 and at most 86400, like 10 or 0.5",
         ),
         (&["--count", "0", "--watch"][..], "--count"),
         (&["--events", "--summary"][..], "--summary"),
@@ -284,18 +352,9 @@ fn bad_watch_input_is_one_line_and_status_2() {
     }
 }
 
-/// Checks a subcommand's JSON document against its schema in doc/.
-fn validate_against(schema: &str, v: &Value) {
-    let path = format!("{}/doc/{schema}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).expect("schema file");
-    let schema_v: Value = serde_json::from_str(&text).expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema_v).expect("schema compiles");
-    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{schema}: {errors:?}\n{v}");
-}
-
 #[test]
 fn ports_view_is_watched_like_the_listing() {
+    let _timing = timing_sensitive();
     // A real connection whose client end has an ephemeral port: each snapshot's report counts it.
     let h = Holder::spawn(&["tcp4-pair"]);
     let listen_port = h.item(0).sock().port();
@@ -334,6 +393,7 @@ fn ports_view_is_watched_like_the_listing() {
 
 #[test]
 fn counters_view_refreshes_with_deltas_over_the_watch_interval() {
+    let _timing = timing_sensitive();
     let out = sockstat(&["counters", "--watch", "0.3", "--count", "3", "--json"]).ok();
     let docs: Vec<Value> = out
         .stdout
@@ -353,6 +413,7 @@ fn counters_view_refreshes_with_deltas_over_the_watch_interval() {
 
 #[test]
 fn diagnose_view_is_watched_and_keeps_its_exit_status() {
+    let _timing = timing_sensitive();
     let h = Holder::spawn(&["tcp4-listen:127.0.0.1:0"]);
     let port = h.item(0).sock().port().to_string();
     let out = sockstat(&[
@@ -383,14 +444,9 @@ fn diagnose_view_is_watched_and_keeps_its_exit_status() {
 
 #[test]
 fn a_subcommand_view_is_redrawn_on_a_terminal() {
+    let _timing = timing_sensitive();
     let (code, raw) = run_on_pty(sockstat(&["ports", "--watch", "0.1", "--count", "2"]));
-    assert_eq!(code, Some(0));
-    let text = String::from_utf8_lossy(&raw);
-    assert!(text.starts_with("\x1b[?1049h"), "{text:?}");
-    assert!(
-        text.trim_end().ends_with("\x1b[?7h\x1b[?25h\x1b[?1049l"),
-        "{text:?}"
-    );
+    let text = on_the_alternate_screen(code, &raw);
     assert_eq!(text.matches("\x1b[H").count(), 2, "{text:?}");
     assert_eq!(
         text.matches("Every 0.1s: sockstat ports --watch").count(),

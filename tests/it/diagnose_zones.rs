@@ -2,11 +2,9 @@
 //! skipped loudly otherwise): a namespace with window scaling off gets the host-setting
 //! finding, tagged with its zone, while the host does not.
 
-mod diagnose_support;
-
 use std::process::Command;
 
-use diagnose_support::{findings, parse, run};
+use crate::diagnose_support::{findings, parse, run};
 
 /// A namespace made with `ip netns add`, removed on drop.
 struct Netns(String);

@@ -6,13 +6,9 @@
 //! retry), and `--proc-root` points at a fake `/proc` so the `/proc/net` fallback is exercised
 //! without touching this host's tables. No root needed.
 
-#[path = "it/common.rs"]
-#[allow(unused_imports, unused_macros)]
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const NLM_F_DUMP_INTR: u16 = 0x10;

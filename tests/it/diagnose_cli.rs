@@ -1,9 +1,7 @@
 //! `sockstat diagnose` flags, exit statuses and JSON contract, on whatever this host runs
-//! (no root, no namespaces needed). The cases with real traffic are in diagnose_live.rs.
+//! (no root, no namespaces needed). The cases with real traffic are in tests/diagnose_live.rs.
 
-mod diagnose_support;
-
-use diagnose_support::*;
+use crate::diagnose_support::*;
 
 #[test]
 fn json_matches_the_schema_and_the_exit_status() {

@@ -1,0 +1,439 @@
+//! Numbers, endpoints and times spelled for people: the one place each is written, used by the
+//! table, the event lines, the diagnosis and port reports, and the trace picture.
+//!
+//! Every function returns a value that implements [`Display`], so a caller writes it into a
+//! table cell (`write!(cell, "{}", bytes_cell(n))`) or a sentence (`format!("{}", bytes(n))`)
+//! without an allocation of its own. Two spellings exist of some quantities: the sentence form
+//! (`64 KiB`, `1.62 MB/s`, `20.3 ms`) and the narrower table-cell form (`64K`, `13Mbps`,
+//! `20.3ms`); both come from the same scaling and the same digits rule.
+//!
+//! The digits rule: at most three significant digits, and no trailing zeros after the point
+//! (`1.62`, `16.2`, `162`, `4`, `1.5`). A value that would round up to the next unit is written
+//! in that unit (`1 MB/s`, never `1000 kB/s`).
+
+use std::fmt::{self, Display, Write as _};
+use std::net::IpAddr;
+use std::time::SystemTime;
+
+use super::sanitize;
+use crate::model::{Endpoint, Owner, Socket, UnixName};
+
+/// The first holder of each unix socket by inode, to name an unnamed peer as `[pid fd]`.
+pub(crate) type UnixHolders = rustc_hash::FxHashMap<u64, Owner>;
+
+/// A value in a unit, written with the digits rule.
+struct Scaled {
+    value: f64,
+    unit: &'static str,
+    space: bool,
+}
+
+/// Text written into a fixed buffer on the stack (the digits of one number).
+struct Digits {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl fmt::Write for Digits {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Display for Scaled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.value;
+        let decimals = if !v.is_finite() || v.abs() >= 99.95 {
+            0
+        } else if v.abs() >= 9.995 {
+            1
+        } else {
+            2
+        };
+        let mut d = Digits {
+            buf: [0; 48],
+            len: 0,
+        };
+        let text = match write!(d, "{v:.decimals$}") {
+            Ok(()) => {
+                let mut s = std::str::from_utf8(&d.buf[..d.len]).map_err(|_| fmt::Error)?;
+                if s.contains('.') {
+                    s = s.trim_end_matches('0').trim_end_matches('.');
+                }
+                s
+            }
+            // A number too long for the buffer (an absurd value): written as it is.
+            Err(_) => return write!(f, "{v}{}{}", if self.space { " " } else { "" }, self.unit),
+        };
+        f.write_str(text)?;
+        if !self.unit.is_empty() {
+            if self.space {
+                f.write_str(" ")?;
+            }
+            f.write_str(self.unit)?;
+        }
+        Ok(())
+    }
+}
+
+/// `v` in the largest of `units` (each `step` times the one before) in which it is at least 1
+/// once rounded to three digits.
+fn scale(v: f64, step: f64, units: &'static [&'static str], space: bool) -> Scaled {
+    let mut value = v;
+    let mut i = 0;
+    // The switch point: the value that would be written as `step` in this unit (999.5 rounds
+    // to 1000; in binary units 1023.5 rounds to 1024).
+    let switch = step - 0.5;
+    while i + 1 < units.len() && value.abs() >= switch {
+        value /= step;
+        i += 1;
+    }
+    Scaled {
+        value,
+        unit: units[i],
+        space,
+    }
+}
+
+/// Bytes in binary units, for sentences: `512 B`, `64 KiB`, `1.5 MiB`, `3.2 GiB`.
+pub fn bytes(b: f64) -> impl Display {
+    scale(b, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB"], true)
+}
+
+/// Bytes in binary units, for table cells: `512`, `64K`, `1.5M`, `3.2G`.
+pub fn bytes_cell(b: u64) -> impl Display {
+    scale(b as f64, 1024.0, &["", "K", "M", "G", "T", "P"], false)
+}
+
+/// A rate in bytes per second, in decimal units as link speeds are given: `840 kB/s`,
+/// `1.62 MB/s`.
+pub fn byte_rate(bytes_per_sec: f64) -> impl Display {
+    scale(
+        bytes_per_sec,
+        1000.0,
+        &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"],
+        true,
+    )
+}
+
+/// A rate in bytes per second, written in bits per second as network people read it:
+/// `9.68 Mbit/s`.
+pub fn bit_rate(bytes_per_sec: f64) -> impl Display {
+    scale(
+        bytes_per_sec * 8.0,
+        1000.0,
+        &["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"],
+        true,
+    )
+}
+
+/// A rate in bytes per second, in bits per second for table cells: `840Kbps`, `95.2Mbps`.
+pub fn bit_rate_cell(bytes_per_sec: u64) -> impl Display {
+    scale(
+        bytes_per_sec as f64 * 8.0,
+        1000.0,
+        &["bps", "Kbps", "Mbps", "Gbps", "Tbps"],
+        false,
+    )
+}
+
+/// A rate in bytes per second with its bit rate, for sentences: `1.21 MB/s (9.68 Mbit/s)`.
+pub fn rate(bytes_per_sec: f64) -> impl Display {
+    Pair(byte_rate(bytes_per_sec), bit_rate(bytes_per_sec))
+}
+
+struct Pair<A, B>(A, B);
+
+impl<A: Display, B: Display> Display for Pair<A, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.0, self.1)
+    }
+}
+
+/// A duration given in microseconds, for sentences: `52 us`, `20.3 ms`, `1.2 s`.
+pub fn duration_us(us: impl Into<u64>) -> impl Display {
+    scale(us.into() as f64, 1000.0, &["us", "ms", "s"], true)
+}
+
+/// A duration given in microseconds, for table cells: `52us`, `20.3ms`, `1.2s`.
+pub fn duration_us_cell(us: impl Into<u64>) -> impl Display {
+    scale(us.into() as f64, 1000.0, &["us", "ms", "s"], false)
+}
+
+/// An IP endpoint as the listing writes it: `127.0.0.1:22`, `[::1]:25`, `*:22` for the
+/// unspecified address, `*` for port 0 (`*:*`).
+pub fn inet(addr: IpAddr, port: u16) -> impl Display {
+    Inet { addr, port }
+}
+
+struct Inet {
+    addr: IpAddr,
+    port: u16,
+}
+
+impl Display for Inet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.addr {
+            a if a.is_unspecified() => f.write_str("*")?,
+            IpAddr::V4(a) => write!(f, "{a}")?,
+            IpAddr::V6(a) => write!(f, "[{a}]")?,
+        }
+        match self.port {
+            0 => f.write_str(":*"),
+            p => write!(f, ":{p}"),
+        }
+    }
+}
+
+/// One end of a socket as the listing writes it: an IP endpoint (see [`inet`]), a unix name
+/// (`/run/x.sock`, `@abstract`, escaped for a terminal), `*` for an unnamed unix socket,
+/// `[inode N]` for the peer of a connected unix socket that has no name, `proto 0x0003 if 2` for
+/// a packet socket.
+pub fn endpoint(ep: &Endpoint) -> impl Display + '_ {
+    EndpointText {
+        ep: Some(ep),
+        holders: None,
+    }
+}
+
+/// A socket's connection, `local -> remote` (the local end alone without a remote end), each
+/// end as [`endpoint`] writes it: `192.0.2.1:40000 -> 198.51.100.2:5001`.
+pub fn connection(s: &Socket) -> impl Display + '_ {
+    connection_ends(&s.local, s.remote.as_ref())
+}
+
+/// [`connection`] from its two ends.
+pub fn connection_ends<'a>(local: &'a Endpoint, remote: Option<&'a Endpoint>) -> impl Display + 'a {
+    Connection { local, remote }
+}
+
+struct Connection<'a> {
+    local: &'a Endpoint,
+    remote: Option<&'a Endpoint>,
+}
+
+impl Display for Connection<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", endpoint(self.local))?;
+        if let Some(r) = self.remote {
+            write!(f, " -> {}", endpoint(r))?;
+        }
+        Ok(())
+    }
+}
+
+/// An endpoint for the listing's LOCAL and FOREIGN columns: as [`endpoint`], `*:*` for no
+/// remote end, and an unnamed unix peer named by its holder (`[pid fd]`) when `holders` knows
+/// it.
+pub(crate) fn write_endpoint(out: &mut String, ep: Option<&Endpoint>, holders: &UnixHolders) {
+    let _ = write!(
+        out,
+        "{}",
+        EndpointText {
+            ep,
+            holders: Some(holders),
+        }
+    );
+}
+
+struct EndpointText<'a> {
+    ep: Option<&'a Endpoint>,
+    holders: Option<&'a UnixHolders>,
+}
+
+impl Display for EndpointText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ep {
+            None => f.write_str("*:*"),
+            Some(Endpoint::Inet { addr, port }) => write!(f, "{}", inet(*addr, *port)),
+            Some(Endpoint::Unix(None)) => f.write_str("*"),
+            Some(Endpoint::Unix(Some(name)))
+            | Some(Endpoint::UnixPeer {
+                name: Some(name), ..
+            }) => write_unix_name(f, name),
+            Some(Endpoint::UnixPeer { peer, name: None }) => {
+                match self.holders.and_then(|h| h.get(peer)) {
+                    Some(o) => write!(f, "[{} {}]", o.pid, o.fd),
+                    None => write!(f, "[inode {peer}]"),
+                }
+            }
+            Some(Endpoint::Packet { protocol, ifindex }) => {
+                write!(f, "proto 0x{protocol:04x}")?;
+                if *ifindex != 0 {
+                    write!(f, " if {ifindex}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A unix name (path, or `@abstract`), escaped for a terminal.
+fn write_unix_name(f: &mut fmt::Formatter<'_>, name: &UnixName) -> fmt::Result {
+    let raw = match name {
+        UnixName::Path(p) => p,
+        UnixName::Abstract(p) => {
+            f.write_str("@")?;
+            p
+        }
+    };
+    f.write_str(&sanitize::for_terminal(raw.as_bytes()))
+}
+
+/// A time as RFC 3339 in UTC with milliseconds: `2026-11-22T14:50:01.123Z` (the `time` of the
+/// watch records and the `=== ... ===` line between refreshes).
+pub fn utc_timestamp(t: SystemTime) -> String {
+    // A clock set before 1970 is written as the epoch.
+    let d = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(std::time::Duration::ZERO);
+    let secs = d.as_secs();
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days to civil date: Howard Hinnant's `civil_from_days` (public domain algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RawString;
+    use std::time::Duration;
+
+    fn s(d: impl Display) -> String {
+        d.to_string()
+    }
+
+    #[test]
+    fn bytes_have_three_digits_and_binary_units() {
+        assert_eq!(s(bytes(0.0)), "0 B");
+        assert_eq!(s(bytes(512.0)), "512 B");
+        assert_eq!(s(bytes(65536.0)), "64 KiB");
+        assert_eq!(s(bytes(1.5 * 1048576.0)), "1.5 MiB");
+        assert_eq!(s(bytes(1_600_000.0)), "1.53 MiB");
+        assert_eq!(s(bytes(153_900.0)), "150 KiB");
+        assert_eq!(s(bytes(16_384.0)), "16 KiB");
+        // Just under a unit: the next unit, never "1024 KiB".
+        assert_eq!(s(bytes(1_048_575.0)), "1 MiB");
+        assert_eq!(s(bytes(1023.0)), "1023 B");
+        assert_eq!(s(bytes(3.2 * 1073741824.0)), "3.2 GiB");
+        assert_eq!(s(bytes_cell(512)), "512");
+        assert_eq!(s(bytes_cell(65536)), "64K");
+        assert_eq!(s(bytes_cell(1536)), "1.5K");
+        assert_eq!(s(bytes_cell(4 << 20)), "4M");
+        assert_eq!(s(bytes_cell(6 << 30)), "6G");
+    }
+
+    #[test]
+    fn rates_in_decimal_units_and_bits() {
+        assert_eq!(s(byte_rate(0.0)), "0 B/s");
+        assert_eq!(s(byte_rate(1_620_000.0)), "1.62 MB/s");
+        assert_eq!(s(byte_rate(840_000.0)), "840 kB/s");
+        assert_eq!(s(byte_rate(999_999.99)), "1 MB/s");
+        assert_eq!(s(byte_rate(16_200_000.0)), "16.2 MB/s");
+        assert_eq!(s(bit_rate(1_210_000.0)), "9.68 Mbit/s");
+        assert_eq!(s(rate(1_210_000.0)), "1.21 MB/s (9.68 Mbit/s)");
+        assert_eq!(s(bit_rate_cell(105_000)), "840Kbps");
+        assert_eq!(s(bit_rate_cell(11_900_000)), "95.2Mbps");
+        assert_eq!(s(bit_rate_cell(60)), "480bps");
+        assert_eq!(s(bit_rate_cell(150_000_000)), "1.2Gbps");
+    }
+
+    #[test]
+    fn durations_from_microseconds() {
+        assert_eq!(s(duration_us(52u64)), "52 us");
+        assert_eq!(s(duration_us(20_300u64)), "20.3 ms");
+        assert_eq!(s(duration_us(1_200_000u64)), "1.2 s");
+        assert_eq!(s(duration_us(999_700u64)), "1 s");
+        assert_eq!(s(duration_us_cell(52u64)), "52us");
+        assert_eq!(s(duration_us_cell(2_345u64)), "2.35ms");
+        assert_eq!(s(duration_us_cell(204_000u64)), "204ms");
+    }
+
+    #[test]
+    fn endpoints_as_the_listing_writes_them() {
+        let ip = |a: &str, port| Endpoint::Inet {
+            addr: a.parse().unwrap(),
+            port,
+        };
+        assert_eq!(s(endpoint(&ip("127.0.0.1", 80))), "127.0.0.1:80");
+        assert_eq!(s(endpoint(&ip("::1", 25))), "[::1]:25");
+        assert_eq!(s(endpoint(&ip("0.0.0.0", 22))), "*:22");
+        assert_eq!(s(endpoint(&ip("::", 0))), "*:*");
+        assert_eq!(s(inet("192.0.2.1".parse().unwrap(), 0)), "192.0.2.1:*");
+        assert_eq!(
+            s(connection_ends(
+                &ip("192.0.2.1", 40000),
+                Some(&ip("2001:db8::2", 5001))
+            )),
+            "192.0.2.1:40000 -> [2001:db8::2]:5001"
+        );
+        assert_eq!(
+            s(connection_ends(&ip("192.0.2.1", 80), None)),
+            "192.0.2.1:80"
+        );
+        let path = |b: &[u8]| Endpoint::Unix(Some(UnixName::Path(RawString::new(b))));
+        assert_eq!(s(endpoint(&path(b"/run/x.sock"))), "/run/x.sock");
+        assert_eq!(s(endpoint(&path(b"/tmp/\x1b[2J"))), "/tmp/\\x1b[2J");
+        assert_eq!(
+            s(endpoint(&Endpoint::Unix(Some(UnixName::Abstract(
+                RawString::new(b"bus")
+            ))))),
+            "@bus"
+        );
+        assert_eq!(s(endpoint(&Endpoint::Unix(None))), "*");
+        let peer = Endpoint::UnixPeer {
+            peer: 77,
+            name: None,
+        };
+        assert_eq!(s(endpoint(&peer)), "[inode 77]");
+        let mut holders = UnixHolders::default();
+        holders.insert(77, Owner { pid: 9, fd: 4 });
+        let mut cell = String::new();
+        write_endpoint(&mut cell, Some(&peer), &holders);
+        assert_eq!(cell, "[9 4]");
+        cell.clear();
+        write_endpoint(&mut cell, None, &holders);
+        assert_eq!(cell, "*:*");
+        assert_eq!(
+            s(endpoint(&Endpoint::Packet {
+                protocol: 3,
+                ifindex: 2
+            })),
+            "proto 0x0003 if 2"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_utc_rfc3339() {
+        let t = |s: u64, ms: u64| {
+            utc_timestamp(
+                SystemTime::UNIX_EPOCH + Duration::from_secs(s) + Duration::from_millis(ms),
+            )
+        };
+        assert_eq!(t(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(t(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(t(1_795_358_401, 123), "2026-11-22T14:40:01.123Z");
+        assert_eq!(t(4_107_542_399, 999), "2100-02-28T23:59:59.999Z");
+    }
+}
