@@ -911,6 +911,7 @@ pub(crate) mod tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 

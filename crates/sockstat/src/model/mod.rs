@@ -499,6 +499,11 @@ pub struct Socket {
     /// created it; see [`Snapshot::cgroups`] for its path. Inet sockets only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup_id: Option<u64>,
+    /// Index of the interface the socket is bound to (`SO_BINDTODEVICE`, a VRF; sock_diag's
+    /// `idiag_if`): `None` when unbound, or not known (the /proc fallback). Closing a bound
+    /// socket needs it (`sockstat kill`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_ifindex: Option<u32>,
 }
 
 impl Socket {

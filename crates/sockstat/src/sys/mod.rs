@@ -552,6 +552,7 @@ mod sort_tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 
