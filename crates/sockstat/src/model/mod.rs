@@ -503,7 +503,7 @@ pub struct Socket {
     /// `idiag_if`): `None` when unbound, or not known (the /proc fallback). Closing a bound
     /// socket needs it (`sockstat kill`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound_ifindex: Option<u32>,
+    pub bound_ifindex: Option<std::num::NonZeroU32>,
 }
 
 impl Socket {

@@ -427,7 +427,7 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
         },
         memory: m.attrs.skmeminfo.map(|x| Box::new(Memory::from(x))),
         cgroup_id: m.attrs.cgroup_id,
-        bound_ifindex: (m.ifindex != 0).then_some(m.ifindex),
+        bound_ifindex: std::num::NonZeroU32::new(m.ifindex),
     }
 }
 
