@@ -83,6 +83,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod join;
+pub mod kill;
 pub mod model;
 pub mod ports;
 pub mod query;

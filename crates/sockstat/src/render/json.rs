@@ -124,7 +124,7 @@ struct JsonOwner<'a> {
 }
 
 #[derive(Serialize)]
-struct JsonSocket<'a> {
+pub(crate) struct JsonSocket<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     zone: Option<&'a crate::zone::Zone>,
     id: Option<u64>,
@@ -187,7 +187,8 @@ struct JsonWarning<'a> {
     details: Option<&'a [String]>,
 }
 
-fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'a> {
+/// One socket of the listing document (also the base of `sockstat kill`'s socket objects).
+pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'a> {
     let owners = s
         .owners
         .iter()

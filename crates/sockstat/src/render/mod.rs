@@ -6,6 +6,7 @@ pub mod counters;
 pub mod csv;
 pub mod diagnose;
 pub mod json;
+pub mod kill;
 pub mod metrics;
 pub mod ports;
 pub mod sanitize;

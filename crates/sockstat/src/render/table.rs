@@ -9,8 +9,8 @@ use std::io::{self, Write};
 use unicode_width::UnicodeWidthStr;
 
 use super::{
-    human_bytes, human_rate, human_us, row_uid, rows, sanitize, unix_holders, user_label,
-    write_endpoint, Options,
+    human_bytes, human_rate, human_us, row_uid, sanitize, unix_holders, user_label, write_endpoint,
+    Options,
 };
 use crate::model::{Owner, Snapshot, Socket, State};
 
@@ -22,6 +22,7 @@ const CAP_ARGS: usize = 80;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Col {
+    Lead,
     Zone,
     User,
     Command,
@@ -54,6 +55,7 @@ enum Col {
 impl Col {
     fn title(self) -> &'static str {
         match self {
+            Col::Lead => "",
             Col::Zone => "ZONE",
             Col::User => "USER",
             Col::Command => "COMMAND",
@@ -118,8 +120,11 @@ impl Col {
     }
 }
 
-fn columns(opts: &Options) -> Vec<Col> {
+fn columns(opts: &Options, lead: bool) -> Vec<Col> {
     let mut c = Vec::new();
+    if lead {
+        c.push(Col::Lead);
+    }
     if opts.zone {
         c.push(Col::Zone);
     }
@@ -324,18 +329,42 @@ fn memory_cell(cell: &mut String, col: Col, s: &Socket) {
 /// second formats the rows again and writes them. Nothing is kept per row, so the table costs
 /// no memory beyond the snapshot (an arena of every cell cost about 100 bytes per socket).
 pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
-    let cols = columns(opts);
+    write_with_lead(snap, opts, None, out)
+}
+
+/// A column that a view puts before the listing's own (`sockstat kill`'s RESULT): its title and
+/// the cell of each socket's rows (by the socket's index in the snapshot).
+pub struct Lead<'a> {
+    /// The header.
+    pub title: &'a str,
+    /// The cell for the socket at this index of `Snapshot::sockets`.
+    pub cell: &'a dyn Fn(usize) -> &'a str,
+}
+
+/// [`write`], with a `lead` column first.
+pub fn write_with_lead(
+    snap: &Snapshot,
+    opts: &Options,
+    lead: Option<&Lead<'_>>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let cols = columns(opts, lead.is_some());
     let mut f = Filler {
         snap,
         opts,
         holders: unix_holders(snap),
         users: std::collections::HashMap::new(),
         cell: String::new(),
+        lead,
     };
-    let mut widths: Vec<usize> = cols.iter().map(|c| c.title().len()).collect();
-    for (s, o) in rows(snap) {
+    let title = |c: Col| match (c, lead) {
+        (Col::Lead, Some(l)) => l.title,
+        _ => c.title(),
+    };
+    let mut widths: Vec<usize> = cols.iter().map(|c| width(title(*c))).collect();
+    for (i, s, o) in indexed_rows(snap) {
         for (ci, col) in cols.iter().enumerate() {
-            let (text, cut) = f.fill(*col, s, o);
+            let (text, cut) = f.fill(*col, i, s, o);
             let w = width(text) + usize::from(cut);
             if w > widths[ci] {
                 widths[ci] = w;
@@ -349,7 +378,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         for (ci, col) in cols.iter().enumerate() {
             pad(
                 &mut line,
-                col.title(),
+                title(*col),
                 widths[ci],
                 col.right_aligned(),
                 ci == last,
@@ -360,10 +389,10 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         out.write_all(line.as_bytes())?;
     }
     let mut text = String::new();
-    for (s, o) in rows(snap) {
+    for (i, s, o) in indexed_rows(snap) {
         line.clear();
         for (ci, col) in cols.iter().enumerate() {
-            let (t, cut) = f.fill(*col, s, o);
+            let (t, cut) = f.fill(*col, i, s, o);
             text.clear();
             text.push_str(t);
             if cut {
@@ -393,19 +422,28 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
     Ok(())
 }
 
+/// The rows of [`super::rows`], each with its socket's index in `snap.sockets`.
+fn indexed_rows(snap: &Snapshot) -> impl Iterator<Item = (usize, &Socket, Option<&Owner>)> {
+    snap.sockets.iter().enumerate().flat_map(|(i, s)| {
+        let n = s.owners.len();
+        (0..n.max(1)).map(move |k| (i, s, s.owners.get(k)))
+    })
+}
+
 /// Formats one cell at a time into a reused buffer.
-struct Filler<'a> {
+struct Filler<'a, 'l> {
     snap: &'a Snapshot,
     opts: &'a Options,
     holders: rustc_hash::FxHashMap<u64, Owner>,
     users: std::collections::HashMap<u32, String>,
     cell: String,
+    lead: Option<&'a Lead<'l>>,
 }
 
-impl Filler<'_> {
+impl Filler<'_, '_> {
     /// The cell's text, cut to the column's cap (unless wide), and whether it was cut (the
     /// caller adds the ellipsis).
-    fn fill(&mut self, col: Col, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
+    fn fill(&mut self, col: Col, index: usize, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
         let snap = self.snap;
         let process = o.and_then(|o| snap.process(o.pid));
         let cell = &mut self.cell;
@@ -413,6 +451,11 @@ impl Filler<'_> {
         let users = &mut self.users;
         cell.clear();
         match col {
+            Col::Lead => {
+                if let Some(l) = self.lead {
+                    cell.push_str((l.cell)(index));
+                }
+            }
             Col::Zone => match snap.zone_of(s) {
                 Some(z) => cell.push_str(&sanitize::for_terminal(z.name.as_bytes())),
                 None => cell.push('?'),

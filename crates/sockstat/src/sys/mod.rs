@@ -4,6 +4,7 @@
 pub mod buflock;
 pub mod cgroup;
 pub mod counters;
+pub mod destroy;
 pub mod diagnose;
 pub mod dump;
 pub mod netlink;
