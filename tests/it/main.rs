@@ -13,6 +13,7 @@ mod common;
 mod bad_input;
 mod filters;
 mod hostile;
+mod kill;
 mod listing;
 mod netns;
 mod output;

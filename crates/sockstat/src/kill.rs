@@ -276,13 +276,23 @@ pub fn close_with(sockets: &[&Socket], destroyer: &mut dyn Destroyer) -> Vec<Att
                 let outcome = Outcome::from_errno(errno);
                 let mut reason = reason_for(outcome, errno, s);
                 if outcome == Outcome::Gone && errno == libc::ENOENT {
+                    // ENOENT also when a socket has these addresses under another cookie: ask
+                    // which, if any, so the report can say it was left alone.
+                    if let Ok(Some(other)) = destroyer.lookup(&req) {
+                        if other != req.cookie {
+                            reason = Some(format!(
+                                "another socket has these addresses now (cookie {other}); it \
+                                 was left alone"
+                            ));
+                        }
+                    }
                     let peer_killed = sockets[..i].iter().zip(&out).any(|(p, a)| {
                         a.outcome == Outcome::Killed
                             && p.proto == s.proto
                             && p.remote.as_ref() == Some(&s.local)
                             && s.remote.as_ref() == Some(&p.local)
                     });
-                    if peer_killed {
+                    if peer_killed && reason.is_none() {
                         reason = Some(
                             "its local peer was killed just before, and the reset closed it".into(),
                         );
@@ -647,8 +657,9 @@ mod tests {
         assert!(request_for(&l).unwrap_err().contains("cookie"));
     }
 
-    /// A kernel that answers from a table: cookie -> errno.
-    struct Scripted(Vec<(u64, i32)>, Vec<DestroyReq>);
+    /// A kernel that answers from tables: cookie -> errno, and (addresses -> cookie) for the
+    /// sockets now at some addresses.
+    struct Scripted(Vec<(u64, i32)>, Vec<DestroyReq>, Vec<(u16, u16, u64)>);
 
     impl Destroyer for Scripted {
         fn destroy(&mut self, req: &DestroyReq) -> std::io::Result<i32> {
@@ -658,6 +669,14 @@ mod tests {
                 .iter()
                 .find(|(c, _)| *c == req.cookie)
                 .map_or(libc::ENOENT, |(_, e)| *e))
+        }
+
+        fn lookup(&mut self, req: &DestroyReq) -> std::io::Result<Option<u64>> {
+            Ok(self
+                .2
+                .iter()
+                .find(|(s, d, _)| (*s, *d) == (req.sport, req.dport))
+                .map(|(_, _, c)| *c))
         }
     }
 
@@ -681,6 +700,12 @@ mod tests {
             ("127.0.0.1", 40001),
             Some(("127.0.0.1", 8080)),
         );
+        let closed = sock(
+            Proto::Tcp,
+            State::Established,
+            ("127.0.0.1", 40003),
+            Some(("127.0.0.1", 8080)),
+        );
         let tw = sock(
             Proto::Tcp,
             State::TimeWait,
@@ -696,18 +721,23 @@ mod tests {
         let mut k = Scripted(
             vec![
                 (client.cookie.unwrap(), 0),
-                (replaced.cookie.unwrap(), libc::ESTALE),
                 (tw.cookie.unwrap(), libc::EOPNOTSUPP),
                 (denied.cookie.unwrap(), libc::EPERM),
             ],
             vec![],
+            // The replaced connection's addresses hold a socket with another cookie now.
+            vec![(40001, 8080, 99)],
         );
-        let a = close_with(&[&client, &server, &replaced, &tw, &denied], &mut k);
+        let a = close_with(
+            &[&client, &server, &replaced, &closed, &tw, &denied],
+            &mut k,
+        );
         let got: Vec<Outcome> = a.iter().map(|a| a.outcome).collect();
         assert_eq!(
             got,
             [
                 Outcome::Killed,
+                Outcome::Gone,
                 Outcome::Gone,
                 Outcome::Gone,
                 Outcome::Unsupported,
@@ -719,14 +749,18 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("local peer was killed"));
-        assert!(a[2].reason.as_deref().unwrap().contains("another socket"));
-        assert!(a[3].reason.as_deref().unwrap().contains("TIME-WAIT"));
-        assert!(a[4].reason.as_deref().unwrap().contains("CAP_NET_ADMIN"));
-        assert_eq!(k.1.len(), 5, "one request per socket");
+        assert_eq!(
+            a[2].reason.as_deref(),
+            Some("another socket has these addresses now (cookie 99); it was left alone")
+        );
+        assert_eq!(a[3].reason, None, "closed since the listing");
+        assert!(a[4].reason.as_deref().unwrap().contains("TIME-WAIT"));
+        assert!(a[5].reason.as_deref().unwrap().contains("CAP_NET_ADMIN"));
+        assert_eq!(k.1.len(), 6, "one request per socket");
         assert!(!all_closed(&a));
         assert!(all_closed(&a[..3]));
         let t = tally(&a);
-        assert_eq!(t[&Outcome::Gone], 2);
+        assert_eq!(t[&Outcome::Gone], 3);
     }
 
     #[test]

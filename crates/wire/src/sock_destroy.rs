@@ -9,11 +9,18 @@
 //! (`sock_diag_check_cookie` in `net/core/sock_diag.c`): a socket that closed and was replaced
 //! by another with the same addresses is left alone. `NLM_F_ACK` makes every request answered by
 //! exactly one `NLMSG_ERROR` (0 = done), matched to it by sequence number.
+//!
+//! The kernel answers ENOENT both when no socket has the addresses and when one has them under
+//! another cookie (`inet_diag_find_one_icsk`, `__udp_diag_destroy`). To tell the two apart, the
+//! same id can be sent as a lookup ([`DestroyReq::encode_lookup`]: `SOCK_DIAG_BY_FAMILY` without
+//! `NLM_F_DUMP`, any cookie), answered by the socket the kernel finds there, or an error.
 
 use std::net::IpAddr;
 
-use crate::inet_diag::{AF_INET, AF_INET6, INET_DIAG_REQ_V2_LEN};
-use crate::netlink::{self, classify, messages, Control, NLM_F_ACK, NLM_F_REQUEST, SOCK_DESTROY};
+use crate::inet_diag::{self, AF_INET, AF_INET6, INET_DIAG_NOCOOKIE, INET_DIAG_REQ_V2_LEN};
+use crate::netlink::{
+    self, classify, messages, Control, NLM_F_ACK, NLM_F_REQUEST, SOCK_DESTROY, SOCK_DIAG_BY_FAMILY,
+};
 use crate::DecodeError;
 
 /// One socket to destroy, named as the kernel's lookup needs it.
@@ -55,6 +62,10 @@ impl DestroyReq {
     /// socket id (ports big-endian, addresses in network order, interface and the two cookie
     /// words native-endian, low word first, as `sock_diag_save_cookie` stores them).
     pub fn encode_body(&self) -> Vec<u8> {
+        self.body(self.cookie)
+    }
+
+    fn body(&self, cookie: u64) -> Vec<u8> {
         let mut b = Vec::with_capacity(INET_DIAG_REQ_V2_LEN);
         b.push(self.family);
         b.push(self.protocol);
@@ -66,8 +77,8 @@ impl DestroyReq {
         b.extend_from_slice(&addr_field(self.src));
         b.extend_from_slice(&addr_field(self.dst));
         b.extend_from_slice(&self.ifindex.to_ne_bytes());
-        b.extend_from_slice(&(self.cookie as u32).to_ne_bytes());
-        b.extend_from_slice(&((self.cookie >> 32) as u32).to_ne_bytes());
+        b.extend_from_slice(&(cookie as u32).to_ne_bytes());
+        b.extend_from_slice(&((cookie >> 32) as u32).to_ne_bytes());
         debug_assert_eq!(b.len(), INET_DIAG_REQ_V2_LEN);
         b
     }
@@ -80,6 +91,19 @@ impl DestroyReq {
             NLM_F_REQUEST | NLM_F_ACK,
             seq,
             &self.encode_body(),
+        )
+    }
+
+    /// The same socket id sent as a lookup, with any cookie (`INET_DIAG_NOCOOKIE`):
+    /// `nlmsghdr { SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, seq }` without `NLM_F_DUMP`. The kernel
+    /// answers with the one socket it finds at these addresses (read it with
+    /// [`lookup_answer`]), or ENOENT.
+    pub fn encode_lookup(&self, seq: u32) -> Vec<u8> {
+        netlink::encode_message(
+            SOCK_DIAG_BY_FAMILY,
+            NLM_F_REQUEST,
+            seq,
+            &self.body(INET_DIAG_NOCOOKIE),
         )
     }
 
@@ -117,6 +141,28 @@ pub fn answer(buf: &[u8], seq: u32) -> Result<Option<i32>, DecodeError> {
     }
     Ok(None)
 }
+
+/// The kernel's answer to a lookup ([`DestroyReq::encode_lookup`]) sent with sequence number
+/// `seq`, from one `recv()` buffer: `Some(Ok(cookie))` of the socket found, `Some(Err(errno))`
+/// (ENOENT: none), `None` when the buffer holds no answer to `seq`.
+pub fn lookup_answer(buf: &[u8], seq: u32) -> Result<Option<Result<u64, i32>>, DecodeError> {
+    for m in messages(buf) {
+        let m = m?;
+        if m.seq != seq {
+            continue;
+        }
+        match classify(&m)? {
+            Control::Data(p) => return Ok(Some(Ok(inet_diag::decode_msg(p)?.cookie))),
+            Control::Error { errno } => return Ok(Some(Err(errno))),
+            Control::Done { errno } => return Ok(Some(Err(errno.unwrap_or(ENOENT)))),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// `ENOENT` (Linux): what an answer without a socket means.
+const ENOENT: i32 = 2;
 
 #[cfg(test)]
 mod tests {
@@ -176,6 +222,37 @@ mod tests {
         assert_eq!(p[1], 17);
         assert_eq!(&p[12..28], &src.octets());
         assert_eq!(&p[28..44], &[0; 16]);
+    }
+
+    #[test]
+    fn lookup_sends_any_cookie_and_reads_the_socket_found() {
+        let r = DestroyReq {
+            family: AF_INET,
+            protocol: 6,
+            src: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
+            sport: 1,
+            dst: IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
+            dport: 2,
+            ifindex: 0,
+            cookie: 5,
+        };
+        let b = r.encode_lookup(9);
+        assert_eq!(u16::from_ne_bytes(b[4..6].try_into().unwrap()), 20);
+        assert_eq!(
+            u16::from_ne_bytes(b[6..8].try_into().unwrap()),
+            1,
+            "no NLM_F_DUMP"
+        );
+        assert_eq!(&b[16 + 48..16 + 56], &[0xff; 8], "INET_DIAG_NOCOOKIE");
+        assert_eq!(&b[16..16 + 48], &r.encode_body()[..48]);
+        let mut msg = vec![0u8; 72];
+        msg[0] = AF_INET;
+        msg[44..48].copy_from_slice(&7u32.to_ne_bytes());
+        let reply = encode_message(SOCK_DIAG_BY_FAMILY, 0, 9, &msg);
+        assert_eq!(lookup_answer(&reply, 9).unwrap(), Some(Ok(7)));
+        assert_eq!(lookup_answer(&reply, 8).unwrap(), None);
+        let err = encode_message(NLMSG_ERROR, 0, 9, &(-2i32).to_ne_bytes());
+        assert_eq!(lookup_answer(&err, 9).unwrap(), Some(Err(2)));
     }
 
     #[test]

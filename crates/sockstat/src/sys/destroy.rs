@@ -11,13 +11,18 @@ use std::os::fd::OwnedFd;
 
 use rustix::net::netlink::{SocketAddrNetlink, SOCK_DIAG};
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
-use sockstat_wire::sock_destroy::{answer, DestroyReq};
+use sockstat_wire::sock_destroy::{answer, lookup_answer, DestroyReq};
+use sockstat_wire::DecodeError;
 
 /// Something that closes one socket: the kernel, or a fake in tests.
 pub trait Destroyer {
     /// Sends one request; returns the kernel's answer: 0 when the socket was closed, else the
     /// (positive) errno it refused with. `Err` when the request could not be sent or answered.
     fn destroy(&mut self, req: &DestroyReq) -> io::Result<i32>;
+
+    /// Asks which socket the kernel finds at the request's addresses now, whatever its
+    /// cookie: `Ok(Some(cookie))`, or `Ok(None)` when there is none.
+    fn lookup(&mut self, req: &DestroyReq) -> io::Result<Option<u64>>;
 }
 
 /// The kernel, through one `NETLINK_SOCK_DIAG` socket opened on first use.
@@ -43,19 +48,23 @@ impl Kernel {
     }
 }
 
-impl Destroyer for Kernel {
-    fn destroy(&mut self, req: &DestroyReq) -> io::Result<i32> {
-        self.seq = self.seq.wrapping_add(1);
-        let seq = self.seq;
+impl Kernel {
+    /// Sends `message` (numbered `seq`) and reads until `read` finds the answer to it.
+    fn ask<T>(
+        &mut self,
+        message: &[u8],
+        seq: u32,
+        read: impl Fn(&[u8], u32) -> Result<Option<T>, DecodeError>,
+    ) -> io::Result<T> {
         let fd = self.socket()?;
         rustix::net::sendto(
             fd,
-            &req.encode(seq),
+            message,
             SendFlags::empty(),
             &SocketAddrNetlink::new(0, 0),
         )?;
-        // The answer is one NLMSG_ERROR: its int, the request echoed (72 bytes) and perhaps
-        // extended-ack attributes; a few hundred bytes at most.
+        // The answer is one message: an NLMSG_ERROR (its int, the request echoed, perhaps
+        // extended-ack attributes) or one inet_diag_msg; a few hundred bytes at most.
         let mut buf = [0u8; 8192];
         loop {
             let n = match rustix::net::recv(fd, &mut buf[..], RecvFlags::empty()) {
@@ -69,13 +78,34 @@ impl Destroyer for Kernel {
                     "netlink socket closed before the kernel answered",
                 ));
             }
-            let got = answer(&buf[..n.min(buf.len())], seq)
+            let got = read(&buf[..n.min(buf.len())], seq)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-            if let Some(errno) = got {
-                return Ok(errno);
+            if let Some(v) = got {
+                return Ok(v);
             }
-            // An answer to an earlier request that timed out on our side cannot happen (we
-            // wait for each), but a stray message is skipped rather than misread.
+            // A message for another sequence number cannot come (each request is answered
+            // before the next is sent); one that did would be skipped, not misread.
+        }
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+}
+
+impl Destroyer for Kernel {
+    fn destroy(&mut self, req: &DestroyReq) -> io::Result<i32> {
+        let seq = self.next_seq();
+        self.ask(&req.encode(seq), seq, answer)
+    }
+
+    fn lookup(&mut self, req: &DestroyReq) -> io::Result<Option<u64>> {
+        let seq = self.next_seq();
+        match self.ask(&req.encode_lookup(seq), seq, lookup_answer)? {
+            Ok(cookie) => Ok(Some(cookie)),
+            Err(libc::ENOENT) => Ok(None),
+            Err(errno) => Err(io::Error::from_raw_os_error(errno)),
         }
     }
 }
