@@ -790,3 +790,32 @@ fn confirmation_on_a_terminal() {
         "the listed connection was closed"
     );
 }
+
+/// The listing's socket is left open in the schema so that the kill document can extend it:
+/// the listing itself still rejects a field it does not define.
+#[test]
+fn the_listing_schema_still_rejects_unknown_socket_fields() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = l.local_addr().unwrap().port().to_string();
+    let mut v = sockstat(&["-l", "-p", &p]).json();
+    assert_eq!(sockets(&v).len(), 1);
+    v["sockets"][0]["result"] = "killed".into();
+    let listing: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/doc/sockstat.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&listing).unwrap();
+    assert!(!validator.is_valid(&v), "a listing socket with \"result\" must not validate");
+    // The same object in a kill document is valid.
+    let doc = serde_json::json!({
+        "version": 1, "dry_run": false, "sockets": v["sockets"].clone(),
+        "summary": {"matched": 1, "killed": 1, "gone": 0, "not_permitted": 0,
+                    "unsupported": 0, "failed": 0},
+        "warnings": []
+    });
+    validate_kill(&doc);
+}
