@@ -809,7 +809,10 @@ fn the_listing_schema_still_rejects_unknown_socket_fields() {
     )
     .unwrap();
     let validator = jsonschema::validator_for(&listing).unwrap();
-    assert!(!validator.is_valid(&v), "a listing socket with \"result\" must not validate");
+    assert!(
+        !validator.is_valid(&v),
+        "a listing socket with \"result\" must not validate"
+    );
     // The same object in a kill document is valid.
     let doc = serde_json::json!({
         "version": 1, "dry_run": false, "sockets": v["sockets"].clone(),
