@@ -158,7 +158,7 @@ _arguments "${_arguments_options[@]}" : \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
-'*--cookie=[Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)]:COOKIES:_default' \
+'--cookie=[Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)]:COOKIES:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \

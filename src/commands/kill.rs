@@ -13,10 +13,10 @@ use sockstat::model::counted;
 use sockstat::render::{self, kill as view};
 use sockstat::Snapshot;
 
-use crate::cli::{Cli, ColorWhen, FilterArgs, OwnerScanArg, SourceArg, SourceArgs};
+use crate::cli::{Cli, ColorWhen, FilterArgs, List, OwnerScanArg, SourceArg, SourceArgs};
 
 /// Parses `--cookie`: comma-separated decimal cookies, as the listing's JSON shows them.
-fn cookies(s: &str) -> Result<Vec<u64>, String> {
+fn cookies(s: &str) -> Result<List<u64>, String> {
     s.split(',')
         .map(|c| {
             let c = c.trim();
@@ -24,7 +24,8 @@ fn cookies(s: &str) -> Result<Vec<u64>, String> {
                 "a socket cookie is a decimal number, as \"cookie\" in --json".to_string()
             })
         })
-        .collect()
+        .collect::<Result<Vec<u64>, String>>()
+        .map(List)
 }
 
 /// Flags of `sockstat kill`.
@@ -53,7 +54,7 @@ pub struct KillArgs {
     pub filters: FilterArgs,
     /// Only sockets with these kernel cookies (comma-separated, as "cookie" in --json).
     #[arg(long = "cookie", value_name = "COOKIES", value_parser = cookies, help_heading = "Filters")]
-    pub cookies: Option<Vec<u64>>,
+    pub cookies: Option<List<u64>>,
     /// List what would be closed, close nothing.
     #[arg(long, help_heading = "Kill")]
     pub dry_run: bool,
@@ -147,7 +148,7 @@ fn query(a: &KillArgs, cli: &Cli) -> anyhow::Result<sockstat::Query> {
     }
     q.protos = Some(q.protos.take().unwrap_or_else(|| PROTOCOLS.to_vec()));
     q.resolve_users = !a.numeric;
-    if !k::is_narrowed(&q, a.cookies.as_deref()) {
+    if !k::is_narrowed(&q, a.cookies.as_ref().map(|c| c.0.as_slice())) {
         anyhow::bail!(
             "kill needs a filter that names what to close (-p, --src, --dst, --pid, --user, \
              --command, --state, -l, -z or --cookie): without one it would close every \
@@ -207,7 +208,7 @@ pub fn run(a: &KillArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     let q = query(a, cli)?;
     let opts = options(a);
     let snap = sockstat::collect(&q)?;
-    let shown = k::select(snap, &q, a.cookies.as_deref());
+    let shown = k::select(snap, &q, a.cookies.as_ref().map(|c| c.0.as_slice()));
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let stderr = io::stderr();

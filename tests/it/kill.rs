@@ -57,6 +57,15 @@ fn read_error(s: &mut TcpStream) -> Option<i32> {
     }
 }
 
+/// Whether the running kernel is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut n = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|x| x.parse::<u32>().unwrap_or(0));
+    (n.next().unwrap_or(0), n.next().unwrap_or(0)) >= (major, minor)
+}
+
 /// Validates a kill document against doc/kill.schema.json (which builds on the listing's).
 fn validate_kill(v: &Value) {
     let read = |name: &str| -> Value {
@@ -495,10 +504,12 @@ fn a_socket_replaced_after_the_listing_survives() {
         use sockstat::sys::destroy::Destroyer;
         let mut k = sockstat::sys::destroy::Kernel::default();
         let mut req = sockstat::kill::request_for(&listed.sockets[0]).unwrap();
-        let live = k
+        let found = k
             .lookup(&req)
             .unwrap()
             .expect("a socket at these addresses");
+        assert!(found.same_addresses(&req), "{found:?}");
+        let live = found.cookie;
         assert_ne!(
             live, req.cookie,
             "the listed cookie is not the new socket's"
@@ -571,9 +582,7 @@ fn time_wait_entries() {
         .no_panic();
     let v = kill_json(&out);
     assert_eq!(v["summary"]["matched"], 1, "{v:#}");
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let major: u32 = release.split('.').next().unwrap().parse().unwrap();
-    if major >= 6 {
+    if kernel_at_least(6, 0) {
         assert_eq!(out.code, Some(0), "{out:#?}");
         assert_eq!(sockets(&v)[0]["result"], "killed");
         let left = sockstat(&["-p", &p, "--state", "TIME_WAIT"])
@@ -821,4 +830,103 @@ fn the_listing_schema_still_rejects_unknown_socket_fields() {
         "warnings": []
     });
     validate_kill(&doc);
+}
+
+/// `--cookie` names sockets exactly, as the listing's JSON shows them (one or a list).
+#[test]
+fn kill_by_cookie() {
+    require_root!("kill_by_cookie (network namespace)");
+    let ns = Netns::new();
+    let (l, mut a, mut b) = in_ns(&ns, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = connect(&l);
+        let b = connect(&l);
+        (l, a, b)
+    });
+    let p = l.local_addr().unwrap().port();
+    let listing = sockstat(&["-p", &p.to_string(), "-c"]).netns(&ns).json();
+    let cookie_of = |port: u16| -> String {
+        sockets(&listing)
+            .iter()
+            .find(|s| s["local"]["port"] == port)
+            .unwrap()["cookie"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let client_a = cookie_of(a.0.local_addr().unwrap().port());
+    let out = sockstat(&["kill", "--cookie", &client_a, "--yes", "--json"])
+        .netns(&ns)
+        .ok();
+    let v = kill_json(&out);
+    assert_eq!(v["summary"]["matched"], 1, "{v:#}");
+    assert_eq!(sockets(&v)[0]["cookie"], client_a.as_str());
+    assert_eq!(sockets(&v)[0]["result"], "killed");
+    assert_eq!(read_error(&mut a.0), Some(libc::ECONNABORTED));
+    assert!(works(&mut b.0, &mut b.1), "the other connection");
+    // A list: the first connection's client (gone now), the second's, and a cookie no socket
+    // has: exactly the one that still exists matches.
+    let client_b = cookie_of(b.0.local_addr().unwrap().port());
+    let list = format!("{client_a},{client_b},1");
+    let out = sockstat(&["kill", "--cookie", &list, "--dry-run", "--json"])
+        .netns(&ns)
+        .ok();
+    let v = kill_json(&out);
+    assert_eq!(v["summary"]["matched"], 1, "{v:#}");
+    assert_eq!(sockets(&v)[0]["cookie"], client_b.as_str());
+}
+
+/// `sockstat ports`'s critical "ports running out" finding ends with the command that frees the
+/// ports held in TIME-WAIT; run as printed, it does.
+#[test]
+fn the_ports_finding_prints_the_command_that_frees_them() {
+    require_root!("the_ports_finding_prints_the_command_that_frees_them (network namespace)");
+    if !kernel_at_least(6, 0) {
+        eprintln!("SKIPPED: the_ports_finding_prints_the_command_that_frees_them: TIME-WAIT entries can be closed from Linux 6.0");
+        return;
+    }
+    let ns = Netns::new();
+    ns.exec(
+        "sysctl",
+        &["-q", "-w", "net.ipv4.ip_local_port_range=40000 40009"],
+    )
+    .ok();
+    let l = in_ns(&ns, || {
+        let l = TcpListener::bind("127.0.0.1:5555").unwrap();
+        for _ in 0..9 {
+            let (c, mut s) = connect(&l);
+            // The client closes first: the TIME-WAIT entry holds its ephemeral port.
+            drop(c);
+            let mut buf = [0u8; 1];
+            let _ = s.read(&mut buf);
+        }
+        l
+    });
+    let out = sockstat(&["ports", "--json"]).netns(&ns).ok();
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let f = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "ephemeral-ports-critical")
+        .unwrap_or_else(|| panic!("no critical finding: {v:#}"));
+    let advice = f["advice"].as_str().unwrap();
+    let (_, args) = advice
+        .rsplit_once(": sockstat kill ")
+        .unwrap_or_else(|| panic!("no kill command in {advice:?}"));
+    assert_eq!(
+        args, "--state TIME_WAIT --src 127.0.0.1 --dst 127.0.0.1 -p 5555",
+        "{advice}"
+    );
+    let mut cmd: Vec<&str> = vec!["kill"];
+    cmd.extend(args.split(' '));
+    cmd.extend(["--yes", "--json"]);
+    let out = sockstat(&cmd).netns(&ns).ok();
+    let k = kill_json(&out);
+    assert_eq!(k["summary"]["matched"], 9, "{k:#}");
+    assert_eq!(k["summary"]["killed"], 9, "{k:#}");
+    let after: Value =
+        serde_json::from_str(&sockstat(&["ports", "--json"]).netns(&ns).ok().stdout).unwrap();
+    assert_eq!(after["destinations"], serde_json::json!([]), "{after:#}");
+    drop(l);
 }

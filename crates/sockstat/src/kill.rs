@@ -279,10 +279,11 @@ pub fn close_with(sockets: &[&Socket], destroyer: &mut dyn Destroyer) -> Vec<Att
                     // ENOENT also when a socket has these addresses under another cookie: ask
                     // which, if any, so the report can say it was left alone.
                     if let Ok(Some(other)) = destroyer.lookup(&req) {
-                        if other != req.cookie {
+                        if other.cookie != req.cookie && other.same_addresses(&req) {
                             reason = Some(format!(
-                                "another socket has these addresses now (cookie {other}); it \
-                                 was left alone"
+                                "another socket has these addresses now (cookie {}); it was \
+                                 left alone",
+                                other.cookie
                             ));
                         }
                     }
@@ -657,6 +658,8 @@ mod tests {
         assert!(request_for(&l).unwrap_err().contains("cookie"));
     }
 
+    use sockstat_wire::sock_destroy::Found;
+
     /// A kernel that answers from tables: cookie -> errno, and (addresses -> cookie) for the
     /// sockets now at some addresses.
     struct Scripted(Vec<(u64, i32)>, Vec<DestroyReq>, Vec<(u16, u16, u64)>);
@@ -671,12 +674,25 @@ mod tests {
                 .map_or(libc::ENOENT, |(_, e)| *e))
         }
 
-        fn lookup(&mut self, req: &DestroyReq) -> std::io::Result<Option<u64>> {
-            Ok(self
-                .2
-                .iter()
-                .find(|(s, d, _)| (*s, *d) == (req.sport, req.dport))
-                .map(|(_, _, c)| *c))
+        fn lookup(&mut self, req: &DestroyReq) -> std::io::Result<Option<Found>> {
+            // Like the kernel: the socket at these ports, else the listener on the local port.
+            let at = |sport: u16, dport: u16| {
+                self.2
+                    .iter()
+                    .find(|(s, d, _)| (*s, *d) == (sport, dport))
+                    .map(|(s, d, c)| Found {
+                        cookie: *c,
+                        src: req.src,
+                        sport: *s,
+                        dst: if *d == 0 {
+                            IpAddr::from([0u8; 4])
+                        } else {
+                            req.dst
+                        },
+                        dport: *d,
+                    })
+            };
+            Ok(at(req.sport, req.dport).or_else(|| at(req.sport, 0)))
         }
     }
 
@@ -725,8 +741,9 @@ mod tests {
                 (denied.cookie.unwrap(), libc::EPERM),
             ],
             vec![],
-            // The replaced connection's addresses hold a socket with another cookie now.
-            vec![(40001, 8080, 99)],
+            // The replaced connection's addresses hold a socket with another cookie now; the
+            // listener on 8080 is what a lookup of the server end finds.
+            vec![(40001, 8080, 99), (8080, 0, 7)],
         );
         let a = close_with(
             &[&client, &server, &replaced, &closed, &tw, &denied],

@@ -142,17 +142,51 @@ pub fn answer(buf: &[u8], seq: u32) -> Result<Option<i32>, DecodeError> {
     Ok(None)
 }
 
+/// The socket a lookup found: its cookie and its four addresses (which may differ from the
+/// request's: a TCP lookup that finds no connection falls back to the listener on the local
+/// port, a UDP lookup to the socket a datagram would reach).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    /// Its cookie.
+    pub cookie: u64,
+    /// Local address.
+    pub src: IpAddr,
+    /// Local port.
+    pub sport: u16,
+    /// Remote address.
+    pub dst: IpAddr,
+    /// Remote port.
+    pub dport: u16,
+}
+
+impl Found {
+    /// True when it has exactly the addresses `req` names (so it took the place of the socket
+    /// `req` was made for, if its cookie is another).
+    pub fn same_addresses(&self, req: &DestroyReq) -> bool {
+        (self.src, self.sport, self.dst, self.dport) == (req.src, req.sport, req.dst, req.dport)
+    }
+}
+
 /// The kernel's answer to a lookup ([`DestroyReq::encode_lookup`]) sent with sequence number
-/// `seq`, from one `recv()` buffer: `Some(Ok(cookie))` of the socket found, `Some(Err(errno))`
-/// (ENOENT: none), `None` when the buffer holds no answer to `seq`.
-pub fn lookup_answer(buf: &[u8], seq: u32) -> Result<Option<Result<u64, i32>>, DecodeError> {
+/// `seq`, from one `recv()` buffer: `Some(Ok(found))`, `Some(Err(errno))` (ENOENT: none), `None`
+/// when the buffer holds no answer to `seq`.
+pub fn lookup_answer(buf: &[u8], seq: u32) -> Result<Option<Result<Found, i32>>, DecodeError> {
     for m in messages(buf) {
         let m = m?;
         if m.seq != seq {
             continue;
         }
         match classify(&m)? {
-            Control::Data(p) => return Ok(Some(Ok(inet_diag::decode_msg(p)?.cookie))),
+            Control::Data(p) => {
+                let d = inet_diag::decode_msg(p)?;
+                return Ok(Some(Ok(Found {
+                    cookie: d.cookie,
+                    src: d.src,
+                    sport: d.sport,
+                    dst: d.dst,
+                    dport: d.dport,
+                })));
+            }
             Control::Error { errno } => return Ok(Some(Err(errno))),
             Control::Done { errno } => return Ok(Some(Err(errno.unwrap_or(ENOENT)))),
             _ => {}
@@ -247,9 +281,21 @@ mod tests {
         assert_eq!(&b[16..16 + 48], &r.encode_body()[..48]);
         let mut msg = vec![0u8; 72];
         msg[0] = AF_INET;
+        msg[4..6].copy_from_slice(&1u16.to_be_bytes());
+        msg[6..8].copy_from_slice(&2u16.to_be_bytes());
+        msg[8..12].copy_from_slice(&[127, 0, 0, 1]);
+        msg[24..28].copy_from_slice(&[127, 0, 0, 1]);
         msg[44..48].copy_from_slice(&7u32.to_ne_bytes());
         let reply = encode_message(SOCK_DIAG_BY_FAMILY, 0, 9, &msg);
-        assert_eq!(lookup_answer(&reply, 9).unwrap(), Some(Ok(7)));
+        let found = lookup_answer(&reply, 9).unwrap().unwrap().unwrap();
+        assert_eq!(found.cookie, 7);
+        assert!(found.same_addresses(&r));
+        // A listener found for a connection's addresses: not the same socket's place.
+        msg[6..8].copy_from_slice(&0u16.to_be_bytes());
+        msg[24..28].copy_from_slice(&[0; 4]);
+        let reply = encode_message(SOCK_DIAG_BY_FAMILY, 0, 9, &msg);
+        let found = lookup_answer(&reply, 9).unwrap().unwrap().unwrap();
+        assert!(!found.same_addresses(&r));
         assert_eq!(lookup_answer(&reply, 8).unwrap(), None);
         let err = encode_message(NLMSG_ERROR, 0, 9, &(-2i32).to_ne_bytes());
         assert_eq!(lookup_answer(&err, 9).unwrap(), Some(Err(2)));

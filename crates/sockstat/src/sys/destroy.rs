@@ -11,7 +11,7 @@ use std::os::fd::OwnedFd;
 
 use rustix::net::netlink::{SocketAddrNetlink, SOCK_DIAG};
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
-use sockstat_wire::sock_destroy::{answer, lookup_answer, DestroyReq};
+use sockstat_wire::sock_destroy::{answer, lookup_answer, DestroyReq, Found};
 use sockstat_wire::DecodeError;
 
 /// Something that closes one socket: the kernel, or a fake in tests.
@@ -21,8 +21,9 @@ pub trait Destroyer {
     fn destroy(&mut self, req: &DestroyReq) -> io::Result<i32>;
 
     /// Asks which socket the kernel finds at the request's addresses now, whatever its
-    /// cookie: `Ok(Some(cookie))`, or `Ok(None)` when there is none.
-    fn lookup(&mut self, req: &DestroyReq) -> io::Result<Option<u64>>;
+    /// cookie (`Ok(None)`: none). Its addresses may differ from the request's: a TCP lookup
+    /// falls back to the listener on the local port.
+    fn lookup(&mut self, req: &DestroyReq) -> io::Result<Option<Found>>;
 }
 
 /// The kernel, through one `NETLINK_SOCK_DIAG` socket opened on first use.
@@ -100,10 +101,10 @@ impl Destroyer for Kernel {
         self.ask(&req.encode(seq), seq, answer)
     }
 
-    fn lookup(&mut self, req: &DestroyReq) -> io::Result<Option<u64>> {
+    fn lookup(&mut self, req: &DestroyReq) -> io::Result<Option<Found>> {
         let seq = self.next_seq();
         match self.ask(&req.encode_lookup(seq), seq, lookup_answer)? {
-            Ok(cookie) => Ok(Some(cookie)),
+            Ok(found) => Ok(Some(found)),
             Err(libc::ENOENT) => Ok(None),
             Err(errno) => Err(io::Error::from_raw_os_error(errno)),
         }
