@@ -341,7 +341,7 @@ pub struct Lead<'a> {
     pub cell: &'a dyn Fn(usize) -> &'a str,
 }
 
-/// [`write`], with a `lead` column first.
+/// [`write()`], with a `lead` column first.
 pub fn write_with_lead(
     snap: &Snapshot,
     opts: &Options,
