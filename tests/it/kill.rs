@@ -499,27 +499,41 @@ fn a_socket_replaced_after_the_listing_survives() {
         }
         assert!(works(&mut c2, &mut s2), "the new connection is untouched");
 
-        // What the kernel answers for a live socket named with a wrong cookie: ENOENT (not
-        // ESTALE, which only its lookups give), and the socket is not touched.
-        use sockstat::sys::destroy::Destroyer;
-        let mut k = sockstat::sys::destroy::Kernel::default();
-        let mut req = sockstat::kill::request_for(&listed.sockets[0]).unwrap();
-        let found = k
-            .lookup(&req)
-            .unwrap()
-            .expect("a socket at these addresses");
-        assert!(found.same_addresses(&req), "{found:?}");
-        let live = found.cookie;
-        assert_ne!(
-            live, req.cookie,
-            "the listed cookie is not the new socket's"
+        // The new client socket named with a cookie it does not have: the kernel refuses
+        // (ENOENT: the reason, from the lookup that follows it, names the live cookie) and the
+        // socket is not touched. With its own cookie, it is closed.
+        let now = sockstat::kill::select(sockstat::collect(&q).expect("collect"), &q, None);
+        let mut one = now.clone();
+        one.sockets.retain(|s| {
+            s.local
+                == (sockstat::Endpoint::Inet {
+                    addr: client_addr.ip(),
+                    port: client_addr.port(),
+                })
+        });
+        assert_eq!(one.sockets.len(), 1, "{:#?}", now.sockets);
+        let live = one.sockets[0].cookie.unwrap();
+        assert!(
+            !listed.sockets.iter().any(|s| s.cookie == Some(live)),
+            "a new cookie"
         );
-        req.cookie = live ^ 0x5555;
-        assert_eq!(k.destroy(&req).unwrap(), libc::ENOENT);
+        let mut wrong = one.clone();
+        wrong.sockets[0].cookie = Some(live ^ 0x5555);
+        let a = sockstat::kill::close(&wrong, std::path::Path::new("/proc"));
+        assert_eq!(a[0].outcome, sockstat::kill::Outcome::Gone, "{a:#?}");
+        assert_eq!(
+            a[0].reason.as_deref(),
+            Some(
+                format!(
+                    "another socket has these addresses now (cookie {live}); it was left alone"
+                )
+                .as_str()
+            )
+        );
         assert!(works(&mut c2, &mut s2), "a wrong cookie closes nothing");
-        req.cookie = live;
-        assert_eq!(k.destroy(&req).unwrap(), 0, "the right cookie closes it");
-        assert!(read_error(&mut c2).is_some() || read_error(&mut s2).is_some());
+        let a = sockstat::kill::close(&one, std::path::Path::new("/proc"));
+        assert_eq!(a[0].outcome, sockstat::kill::Outcome::Killed, "{a:#?}");
+        assert_eq!(read_error(&mut c2), Some(libc::ECONNABORTED));
     });
 }
 

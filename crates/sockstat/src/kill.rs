@@ -13,8 +13,8 @@
 //! sockets, TCP sockets bound and not listening) are only closed when the filters ask for them
 //! by `-l` or by state ([`select`]).
 //!
-//! This module does no I/O except in [`close`], which talks to the kernel through
-//! [`crate::sys::destroy`] (and enters other network namespaces as the listing does).
+//! This module does no I/O except in [`close`], which talks to the kernel through the crate's
+//! `sys::destroy` (and enters other network namespaces as the listing does).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -24,6 +24,7 @@ use serde::Serialize;
 use sockstat_wire::inet_diag::{AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE};
 use sockstat_wire::sock_destroy::DestroyReq;
 
+use crate::error::ErrorKind;
 use crate::model::{
     counted, Endpoint, Family, Proto, Snapshot, Socket, State, Warning, WarningCode,
 };
@@ -261,7 +262,7 @@ fn reason_for(outcome: Outcome, errno: i32, s: &Socket) -> Option<String> {
 /// Closes `sockets`, all in the network namespace `destroyer` acts on, one request each, in
 /// order. A socket whose local peer (the other end of a connection on this host) was killed
 /// just before is usually gone by its turn, closed by the peer's reset: its reason says so.
-pub fn close_with(sockets: &[&Socket], destroyer: &mut dyn Destroyer) -> Vec<Attempt> {
+pub(crate) fn close_with(sockets: &[&Socket], destroyer: &mut dyn Destroyer) -> Vec<Attempt> {
     let mut out: Vec<Attempt> = Vec::with_capacity(sockets.len());
     for (i, s) in sockets.iter().enumerate() {
         let req = match request_for(s) {
@@ -342,13 +343,17 @@ pub fn close(snap: &Snapshot, proc_root: &Path) -> Vec<Attempt> {
                         close_with(&sockets, &mut destroy::Kernel::default())
                     }) {
                         Ok(a) => a,
-                        Err(why) => vec![
-                            Attempt::of(
-                                Outcome::NotPermitted,
-                                format!("cannot enter zone {name}: {why}")
-                            );
-                            sockets.len()
-                        ],
+                        Err(why) => {
+                            let outcome = match why.kind() {
+                                ErrorKind::Gone => Outcome::Gone,
+                                ErrorKind::Denied => Outcome::NotPermitted,
+                                _ => Outcome::Failed,
+                            };
+                            vec![
+                                Attempt::of(outcome, format!("cannot enter zone {name}: {why}"));
+                                sockets.len()
+                            ]
+                        }
                     },
                 }
             }
