@@ -208,7 +208,9 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
              from /proc/net text instead (raw sockets always are on kernels without the raw diag module); \
              --source proc forces the text path. Owners come from one pass over /proc/PID/fd, run \
              concurrently with the dumps.",
-            "sockstat only reads. It never stops, traces or signals the processes it inspects.",
+            "sockstat only reads. It never stops, traces or signals the processes it inspects. \
+             sockstat kill alone changes something: it closes the sockets it lists, once asked \
+             (doc/kill.md in the source).",
         ],
     );
     section(
@@ -217,7 +219,9 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
         &["0 on success, also when nothing matched and when warnings were printed; 2 for bad usage \
            (an unknown protocol, a port over 65535, a backwards range, an unknown user, a malformed \
            address or pid, an unknown flag: one line naming the bad value) or an error that stopped \
-           the work. A closed output pipe ends quietly with 0."],
+           the work. A closed output pipe ends quietly with 0. diagnose also uses 1: it found \
+           something at warning level or above. kill also uses 1: some matched socket could not be \
+           closed, or the confirmation was declined."],
     );
     r.control("SH", ["EXAMPLES"]);
     for (cmd, what) in [
@@ -256,6 +260,10 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
         (
             "sockstat counters 10",
             "The TCP/IP counters that moved in 10 seconds, the biggest last; ! marks trouble.",
+        ),
+        (
+            "sockstat kill -p 8080 --state CLOSE_WAIT",
+            "List the connections stuck in CLOSE_WAIT on port 8080 with their processes, ask, and close them.",
         ),
     ] {
         r.control("TP", []);

@@ -582,6 +582,34 @@ fn receiver_not_reading() {
         assert_eq!(send_side.len(), 1, "sender sees the zero window: {v:#}");
         assert_eq!(num(send_side[0], "snd_wnd_bytes"), 0.0);
     }
+    // The zero window lasted the whole interval: the sender's fix ends with the command that
+    // drops that one connection. Run it as printed: the sender's next write fails.
+    let v = diagnose(&ns, Who::Root, &["-p", "5004", "--interval", "0.5"]);
+    let f = on_port(&v, "receiver-not-reading", 5004);
+    let send = f
+        .iter()
+        .find(|f| f["socket"]["local"]["port"] == 5004)
+        .unwrap();
+    let advice = send["advice"].as_str().unwrap();
+    let cookie = send["socket"]["cookie"].as_str().unwrap();
+    let (_, args) = advice
+        .rsplit_once(": sockstat kill ")
+        .unwrap_or_else(|| panic!("no kill command in {advice:?}"));
+    assert_eq!(args, format!("--cookie {cookie}"), "{advice}");
+    let out = ns
+        .command(BIN)
+        .arg("kill")
+        .args(args.split(' '))
+        .arg("--yes")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("killed 1 socket"),
+        "{out:?}"
+    );
+    let e = c.write(&chunk).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ECONNABORTED), "{e}");
 }
 
 struct KillOnDrop(*mut Child);

@@ -25,6 +25,9 @@ _sockstat() {
             sockstat,help)
                 cmd="sockstat__subcmd__help"
                 ;;
+            sockstat,kill)
+                cmd="sockstat__subcmd__kill"
+                ;;
             sockstat,ports)
                 cmd="sockstat__subcmd__ports"
                 ;;
@@ -43,6 +46,9 @@ _sockstat() {
             sockstat__subcmd__help,help)
                 cmd="sockstat__subcmd__help__subcmd__help"
                 ;;
+            sockstat__subcmd__help,kill)
+                cmd="sockstat__subcmd__help__subcmd__kill"
+                ;;
             sockstat__subcmd__help,ports)
                 cmd="sockstat__subcmd__help__subcmd__ports"
                 ;;
@@ -59,7 +65,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose ports serve trace help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose kill ports serve trace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -285,7 +291,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help)
-            opts="counters diagnose ports serve trace help"
+            opts="counters diagnose kill ports serve trace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -340,6 +346,20 @@ _sockstat() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        sockstat__subcmd__help__subcmd__kill)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         sockstat__subcmd__help__subcmd__ports)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -375,6 +395,76 @@ _sockstat() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__kill)
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -y -n -w -v -h --src --dst --state --pid --user --command --cookie --dry-run --yes --json --color --help --watch --count"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --src)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cookie)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -79,6 +79,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print h
 complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
@@ -134,6 +135,35 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l exact-loc
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l json -d 'One JSON document (doc/diagnose.schema.json)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s P -d 'Protocols: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l cookie -d 'Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
+always\t'Always'
+never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s 4 -d 'Show IPv4 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s 6 -d 'Show IPv6 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s u -d 'Show Unix domain sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dry-run -d 'List what would be closed, close nothing'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s y -l yes -d 'Close without asking (needed when standard input or output is not a terminal)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l json -d 'One JSON document: the listing\'s socket objects, each with "result" (and "reason"), and a "summary" (doc/kill.schema.json)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s n -d 'Show numeric uids (no user name lookup)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s w -d 'Never truncate columns'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s v -d 'Print details with every warning'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s p -d 'Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a destination port for clients, a listening port for servers' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l src -d 'Only connections whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l dst -d 'Only connections whose remote address is ADDR or in ADDR/LEN' -r
@@ -196,9 +226,10 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every 
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose ports serve trace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

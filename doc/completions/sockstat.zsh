@@ -146,6 +146,42 @@ never\:"Never"))' \
 '--help[Print help]' \
 && ret=0
 ;;
+(kill)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, sctp, mptcp, packet, unix (comma-separated). Default\: all the kernel has except packet]:PROTOS:_default' \
+'--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
+'--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
+'--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
+'--cookie=[Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)]:COOKIES:_default' \
+'--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
+always\:"Always"
+never\:"Never"))' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
+'-4[Show IPv4 sockets]' \
+'-6[Show IPv6 sockets]' \
+'-u[Show Unix domain sockets]' \
+'-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
+'-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
+'--dry-run[List what would be closed, close nothing]' \
+'-y[Close without asking (needed when standard input or output is not a terminal)]' \
+'--yes[Close without asking (needed when standard input or output is not a terminal)]' \
+'--json[One JSON document\: the listing'\''s socket objects, each with "result" (and "reason"), and a "summary" (doc/kill.schema.json)]' \
+'-n[Show numeric uids (no user name lookup)]' \
+'-w[Never truncate columns]' \
+'-v[Print details with every warning]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (ports)
 _arguments "${_arguments_options[@]}" : \
 '-p+[Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100)\: a destination port for clients, a listening port for servers]:PORTS:_default' \
@@ -246,6 +282,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(kill)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (ports)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -276,6 +316,7 @@ _sockstat_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
 'diagnose:What limits each TCP connection, and what to change' \
+'kill:Close the TCP and UDP connections the filters select, from outside their processes' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
 'trace:Sample one TCP connection over time and draw it (SVG)\: acked bytes, windows, in flight' \
@@ -298,6 +339,7 @@ _sockstat__subcmd__help_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
 'diagnose:What limits each TCP connection, and what to change' \
+'kill:Close the TCP and UDP connections the filters select, from outside their processes' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
 'trace:Sample one TCP connection over time and draw it (SVG)\: acked bytes, windows, in flight' \
@@ -320,6 +362,11 @@ _sockstat__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help help commands' commands "$@"
 }
+(( $+functions[_sockstat__subcmd__help__subcmd__kill_commands] )) ||
+_sockstat__subcmd__help__subcmd__kill_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help kill commands' commands "$@"
+}
 (( $+functions[_sockstat__subcmd__help__subcmd__ports_commands] )) ||
 _sockstat__subcmd__help__subcmd__ports_commands() {
     local commands; commands=()
@@ -334,6 +381,11 @@ _sockstat__subcmd__help__subcmd__serve_commands() {
 _sockstat__subcmd__help__subcmd__trace_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help trace commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__kill_commands] )) ||
+_sockstat__subcmd__kill_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat kill commands' commands "$@"
 }
 (( $+functions[_sockstat__subcmd__ports_commands] )) ||
 _sockstat__subcmd__ports_commands() {

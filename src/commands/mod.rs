@@ -3,6 +3,7 @@
 
 pub mod counters;
 pub mod diagnose;
+pub mod kill;
 pub mod ports;
 pub mod serve;
 pub mod trace;
@@ -35,6 +36,17 @@ pub enum Command {
     /// numbers behind it and the change to make. Exit status 1 when something at warning level
     /// or above was found.
     Diagnose(Box<diagnose::DiagnoseArgs>),
+    /// Close the TCP and UDP connections the filters select, from outside their processes.
+    ///
+    /// Lists the TCP and UDP sockets the filters select (as the listing does, with their
+    /// processes), asks on a terminal (or needs --yes), then closes each through the kernel's
+    /// sock_diag SOCK_DESTROY: a TCP connection is reset (its process's next call fails with
+    /// ECONNABORTED, the peer gets a RST), a UDP socket's pending call fails, a TIME-WAIT entry
+    /// is dropped (Linux 6.0+). Each socket is named by its kernel cookie, so only the sockets
+    /// listed are touched. Refused without a filter; listeners only when -l or --state asks.
+    /// Every socket gets a result: killed, gone, not-permitted, unsupported, failed. Needs
+    /// CAP_NET_ADMIN (root).
+    Kill(Box<kill::KillArgs>),
     /// Ephemeral-port use by destination and TIME-WAIT on both sides, with advice.
     ///
     /// TCP sockets whose local port lies in net.ipv4.ip_local_port_range (minus
@@ -82,7 +94,9 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
             Command::Counters(a) => counters::run(a, cli, out, err),
             Command::Diagnose(a) => diagnose::run(a, cli, out, err),
             Command::Ports(a) => ports::run(a, cli, out, err),
-            Command::Serve(_) | Command::Trace(_) => unreachable!("not a view"),
+            Command::Serve(_) | Command::Trace(_) | Command::Kill(_) => {
+                unreachable!("not a view")
+            }
         }
     };
     // Whether the view is JSON, and what it is called in an error about writing it.
@@ -95,6 +109,12 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("serve runs until stopped: --watch and --count do not apply to it");
             }
             return serve::run(a, cli);
+        }
+        Command::Kill(a) => {
+            if crate::watch_interval(&cli.output).is_some() {
+                anyhow::bail!("kill closes sockets once: --watch and --count do not apply to it");
+            }
+            return kill::run(a, cli);
         }
         Command::Trace(a) => {
             if crate::watch_interval(&cli.output).is_some() {

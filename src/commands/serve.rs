@@ -474,6 +474,7 @@ mod tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 

@@ -29,6 +29,7 @@ mod hardening_faults;
 mod hardening_privileges;
 mod hardening_stuck;
 mod hostile;
+mod kill;
 mod listing;
 mod netns;
 mod output;

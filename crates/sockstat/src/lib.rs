@@ -72,6 +72,24 @@
 //! [`trace`]; `examples/trace_one.rs` samples a connection and writes the SVG picture that
 //! `sockstat trace` draws.
 //!
+//! ## Closing connections
+//!
+//! [`kill`] closes the sockets a listing selected, each named by its cookie so that a socket
+//! replaced since the listing is left alone (`sockstat kill`; needs CAP_NET_ADMIN):
+//!
+//! ```no_run
+//! let mut q = sockstat::Query::new();
+//! q.ports = Some(sockstat::PortSet::parse("8080")?);
+//! q.states = Some(vec![sockstat::State::CloseWait]);
+//! q.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
+//! let listed = sockstat::kill::select(sockstat::collect(&q)?, &q, None);
+//! let results = sockstat::kill::close(&listed, &q.proc_root);
+//! for (s, r) in listed.sockets.iter().zip(&results) {
+//!     println!("{:?} -> {:?}: {}", s.local, s.remote, r.outcome.name());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Without root, every socket is still listed (with its uid); owners are found for the
 //! processes the caller may inspect, and a [`Warning`] says how many sockets were left
 //! unattributed and how to see them.
@@ -83,6 +101,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod join;
+pub mod kill;
 pub mod model;
 pub mod ports;
 pub mod query;

@@ -649,7 +649,22 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                 d.time_wait,
                 r.range.sustainable_rate_per_s
             ),
-            advice: Some(exhaustion_advice(r)),
+            advice: Some(match level {
+                Severity::Critical if d.time_wait > 0 => format!(
+                    "{}; to free the {} ports held in TIME-WAIT now (Linux 6.0+): {}",
+                    exhaustion_advice(r),
+                    d.time_wait,
+                    crate::kill::command_for(
+                        &crate::kill::Target::TimeWaitTo {
+                            local: Some(d.local_address),
+                            remote: d.remote_address,
+                            remote_port: d.remote_port,
+                        },
+                        r.zone.as_ref()
+                    )
+                ),
+                _ => exhaustion_advice(r),
+            }),
             details: vec![],
             subject: Subject::Destination(i),
         });
@@ -856,7 +871,7 @@ pub fn analyze_zone(
         (Some(a), Some(b)) => Some((a, b)),
         _ => None,
     };
-    let mut report = analyze(&PortsInput {
+    let report = analyze(&PortsInput {
         snapshot: &after.snapshot,
         earlier: before.map(|b| &b.snapshot),
         interval_s,
@@ -865,8 +880,17 @@ pub fn analyze_zone(
         time_wait_total: after.time_wait_total,
         filter,
     });
-    report.zone = after.zone.clone();
-    report
+    report.in_zone(after.zone.clone())
+}
+
+impl PortsReport {
+    /// The report as made in `zone`: its findings' commands close sockets there
+    /// (`sockstat kill ... -z ZONE`).
+    pub fn in_zone(mut self, zone: Option<Zone>) -> PortsReport {
+        self.zone = zone;
+        self.findings = findings(&self);
+        self
+    }
 }
 
 #[cfg(test)]
@@ -904,6 +928,7 @@ pub(crate) mod tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 
@@ -981,9 +1006,44 @@ pub(crate) mod tests {
             .as_ref()
             .unwrap()
             .contains("tcp_tw_reuse=0"));
+        assert!(
+            r.findings[0].advice.as_ref().unwrap().ends_with(
+                "; to free the 8 ports held in TIME-WAIT now (Linux 6.0+): sockstat kill --state \
+                 TIME_WAIT --src 10.0.0.1 --dst 10.0.0.2 -p 80"
+            ),
+            "{:?}",
+            r.findings
+        );
         let r = run(&snap(n_to(4, ("10.0.0.2", 80))), &sys);
         assert_eq!(r.destinations[0].level, None);
         assert!(r.findings.is_empty(), "{:?}", r.findings);
+    }
+
+    /// In a zone, the command that frees the TIME-WAIT ports closes them in that zone.
+    #[test]
+    fn the_kill_command_names_the_zone() {
+        let zone = ZoneSample {
+            zone: Some(Zone {
+                name: "web-1".into(),
+                kind: crate::zone::ZoneKind::Docker,
+                netns_inode: Some(4026532000),
+                container_id: None,
+                runtime: None,
+                pod: None,
+            }),
+            snapshot: snap(n_to(8, ("10.0.0.2", 80))),
+            sysctls: sysctls(40000, 40009, ""),
+            ..ZoneSample::default()
+        };
+        let r = analyze_zone(&zone, None, None, None);
+        assert_eq!(r.findings[0].code, "ephemeral-ports-critical");
+        assert!(
+            r.findings[0].advice.as_ref().unwrap().ends_with(
+                "sockstat kill --state TIME_WAIT --src 10.0.0.1 --dst 10.0.0.2 -p 80 -z web-1"
+            ),
+            "{:?}",
+            r.findings
+        );
     }
 
     #[test]

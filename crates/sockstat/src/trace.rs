@@ -300,6 +300,7 @@ mod tests {
                 drops: None,
             })),
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 

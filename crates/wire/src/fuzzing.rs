@@ -49,6 +49,13 @@ pub fn fuzz_netlink_inet(data: &[u8]) {
             std::hint::black_box(a.ok());
         }
     }
+    // The same buffer as the answer to a SOCK_DESTROY request or to a one-socket lookup
+    // (`sockstat kill`), for the sequence number of its first message.
+    let seq = data
+        .get(8..12)
+        .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    std::hint::black_box(crate::sock_destroy::answer(data, seq).ok());
+    std::hint::black_box(crate::sock_destroy::lookup_answer(data, seq).ok());
 }
 
 /// A recv() buffer from a unix_diag dump.

@@ -1,5 +1,5 @@
 //! Pure decoders and encoders for the Linux socket-inspection interfaces: `NETLINK_SOCK_DIAG`
-//! (inet, unix, packet), `struct tcp_info`, the `INET_DIAG_REQ_BYTECODE` filter language, and
+//! (inet, unix, packet, and `SOCK_DESTROY`), `struct tcp_info`, the `INET_DIAG_REQ_BYTECODE` filter language, and
 //! the `/proc/net` text formats.
 //!
 //! This crate does no I/O, makes no system calls, prints nothing and never panics on its
@@ -26,6 +26,7 @@ pub mod packet_diag;
 pub mod proc_net;
 pub mod proc_pid;
 pub mod snmp;
+pub mod sock_destroy;
 pub mod sysctl;
 pub mod task_file;
 pub mod tcp_info;

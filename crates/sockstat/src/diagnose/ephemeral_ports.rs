@@ -44,6 +44,7 @@ pub(super) fn report(input: &Input<'_>) -> PortsReport {
         time_wait_total: input.after.time_wait_total,
         filter: None,
     })
+    .in_zone(input.after.zone.clone())
 }
 
 /// Runs R7.

@@ -71,7 +71,7 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             String::new()
         }
     );
-    let advice = if unanswered {
+    let mut advice = if unanswered {
         "The peer does not answer zero-window probes (unreachable, or probes dropped): the kernel \
          aborts the connection with ETIMEDOUT after about net.ipv4.tcp_retries2 probes \
          (TcpExtTCPAbortOnTimeout), and the peer will see a RST. Check the path and the peer host."
@@ -82,6 +82,17 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
          side use timeouts so a stuck peer cannot hold this connection forever."
             .to_string()
     };
+    if since_before {
+        // Stuck for the whole interval: dropping the connection is a fix the operator can apply
+        // from here (doc/kill.md).
+        advice.push_str(&format!(
+            " To close it now from this host (its process gets ECONNABORTED, the peer a reset): {}",
+            crate::kill::command_for(
+                &crate::kill::Target::Connection(flow.after),
+                input.after.zone.as_ref()
+            )
+        ));
+    }
     Some(Finding {
         zone: None,
         rule: RuleId::ReceiverNotReading,
@@ -198,6 +209,11 @@ mod tests {
         assert_eq!(f[0].rule, RuleId::ReceiverNotReading);
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(ev(&f[0], "send_q_bytes"), 407_000.0);
+        assert!(
+            f[0].advice.ends_with(": sockstat kill --cookie 1"),
+            "{}",
+            f[0].advice
+        );
         // Unanswered probes are critical.
         let p = b.clone().probes(1);
         let f = run(vec![p.clone().build(1)], vec![p.build(1)], &ctx());

@@ -265,6 +265,7 @@ impl TcpBuilder {
             })),
             memory: self.memory.map(Box::new),
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 }

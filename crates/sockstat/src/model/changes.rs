@@ -169,6 +169,7 @@ pub(crate) mod tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 

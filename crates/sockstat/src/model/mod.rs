@@ -499,6 +499,10 @@ pub struct Socket {
     /// cgroup-v2 id of the socket (`INET_DIAG_CGROUP_ID`, 5.8+): the cgroup of the process that
     /// created it; see [`Snapshot::cgroups`] for its path. Inet sockets only.
     pub cgroup_id: Option<u64>,
+    /// Index of the interface the socket is bound to (`SO_BINDTODEVICE`, a VRF; sock_diag's
+    /// `idiag_if`): `None` when unbound, or not known (the /proc fallback). Closing a bound
+    /// socket needs it (`sockstat kill`).
+    pub bound_ifindex: Option<std::num::NonZeroU32>,
 }
 
 impl Socket {

@@ -111,6 +111,9 @@ warning_codes! {
     ExactLocksUnavailable => "exact-locks-unavailable",
     /// Not root: buffer locks are inferred and other users' processes are not named.
     BufferLocksInferred => "buffer-locks-inferred",
+    /// `sockstat kill`: listening or unconnected sockets matched and were left alone (neither
+    /// `-l` nor `--state` asked for them).
+    ListenersKept => "listeners-kept",
 }
 
 impl Serialize for WarningCode {

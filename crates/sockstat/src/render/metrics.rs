@@ -485,6 +485,7 @@ mod tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 

@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod events;
 pub mod fmt;
 pub mod json;
+pub mod kill;
 pub mod metrics;
 pub mod ports;
 pub mod sanitize;
@@ -65,10 +66,17 @@ impl Options {
 /// A socket whose holder list is partial gets a `?` row after the holders shown: others may
 /// hold it too.
 pub fn rows(snap: &Snapshot) -> impl Iterator<Item = (&Socket, Option<&Owner>)> {
-    snap.sockets.iter().flat_map(|s| {
+    indexed_rows(snap).map(|(_, s, o)| (s, o))
+}
+
+/// [`rows`] with each row's socket index in `snap.sockets`.
+pub(crate) fn indexed_rows(
+    snap: &Snapshot,
+) -> impl Iterator<Item = (usize, &Socket, Option<&Owner>)> {
+    snap.sockets.iter().enumerate().flat_map(|(i, s)| {
         let n = s.owners.len();
         let unknown = usize::from(n == 0 || s.owners_status == OwnersStatus::Partial);
-        (0..n + unknown).map(move |i| (s, s.owners.get(i)))
+        (0..n + unknown).map(move |k| (i, s, s.owners.get(k)))
     })
 }
 

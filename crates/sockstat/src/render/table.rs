@@ -8,7 +8,9 @@ use std::io::{self, Write};
 
 use unicode_width::UnicodeWidthStr;
 
-use super::{fmt, fmt::write_endpoint, row_uid, rows, sanitize, unix_holders, user_label, Options};
+use super::{
+    fmt, fmt::write_endpoint, indexed_rows, row_uid, sanitize, unix_holders, user_label, Options,
+};
 use crate::model::{Owner, Snapshot, Socket, State};
 
 /// Column caps without `-w`: beyond these, a cell is cut and ends with `…`.
@@ -19,6 +21,7 @@ const CAP_ARGS: usize = 80;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Col {
+    Lead,
     Zone,
     User,
     Command,
@@ -51,6 +54,7 @@ enum Col {
 impl Col {
     fn title(self) -> &'static str {
         match self {
+            Col::Lead => "",
             Col::Zone => "ZONE",
             Col::User => "USER",
             Col::Command => "COMMAND",
@@ -115,8 +119,11 @@ impl Col {
     }
 }
 
-fn columns(opts: &Options) -> Vec<Col> {
+fn columns(opts: &Options, lead: bool) -> Vec<Col> {
     let mut c = Vec::new();
+    if lead {
+        c.push(Col::Lead);
+    }
     if opts.zone {
         c.push(Col::Zone);
     }
@@ -321,18 +328,42 @@ fn memory_cell(cell: &mut String, col: Col, s: &Socket) {
 /// second formats the rows again and writes them. Nothing is kept per row, so the table costs
 /// no memory beyond the snapshot (an arena of every cell cost about 100 bytes per socket).
 pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
-    let cols = columns(opts);
+    write_with_lead(snap, opts, None, out)
+}
+
+/// A column that a view puts before the listing's own (`sockstat kill`'s RESULT): its title and
+/// the cell of each socket's rows (by the socket's index in the snapshot).
+pub struct Lead<'a> {
+    /// The header.
+    pub title: &'a str,
+    /// The cell for the socket at this index of `Snapshot::sockets`.
+    pub cell: &'a dyn Fn(usize) -> &'a str,
+}
+
+/// [`write()`], with a `lead` column first.
+pub fn write_with_lead(
+    snap: &Snapshot,
+    opts: &Options,
+    lead: Option<&Lead<'_>>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let cols = columns(opts, lead.is_some());
     let mut f = Filler {
         snap,
         opts,
         holders: unix_holders(snap),
         users: std::collections::HashMap::new(),
         cell: String::new(),
+        lead,
     };
-    let mut widths: Vec<usize> = cols.iter().map(|c| c.title().len()).collect();
-    for (s, o) in rows(snap) {
+    let title = |c: Col| match (c, lead) {
+        (Col::Lead, Some(l)) => l.title,
+        _ => c.title(),
+    };
+    let mut widths: Vec<usize> = cols.iter().map(|c| width(title(*c))).collect();
+    for (i, s, o) in indexed_rows(snap) {
         for (ci, col) in cols.iter().enumerate() {
-            let (text, cut) = f.fill(*col, s, o);
+            let (text, cut) = f.fill(*col, i, s, o);
             let w = width(text) + usize::from(cut);
             if w > widths[ci] {
                 widths[ci] = w;
@@ -346,7 +377,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         for (ci, col) in cols.iter().enumerate() {
             pad(
                 &mut line,
-                col.title(),
+                title(*col),
                 widths[ci],
                 col.right_aligned(),
                 ci == last,
@@ -357,10 +388,10 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
         out.write_all(line.as_bytes())?;
     }
     let mut text = String::new();
-    for (s, o) in rows(snap) {
+    for (i, s, o) in indexed_rows(snap) {
         line.clear();
         for (ci, col) in cols.iter().enumerate() {
-            let (t, cut) = f.fill(*col, s, o);
+            let (t, cut) = f.fill(*col, i, s, o);
             text.clear();
             text.push_str(t);
             if cut {
@@ -391,18 +422,19 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
 }
 
 /// Formats one cell at a time into a reused buffer.
-struct Filler<'a> {
+struct Filler<'a, 'l> {
     snap: &'a Snapshot,
     opts: &'a Options,
     holders: fmt::UnixHolders,
     users: std::collections::HashMap<u32, String>,
     cell: String,
+    lead: Option<&'a Lead<'l>>,
 }
 
-impl Filler<'_> {
+impl Filler<'_, '_> {
     /// The cell's text, cut to the column's cap (unless wide), and whether it was cut (the
     /// caller adds the ellipsis).
-    fn fill(&mut self, col: Col, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
+    fn fill(&mut self, col: Col, index: usize, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
         let snap = self.snap;
         let process = o.and_then(|o| snap.process(o.pid));
         let cell = &mut self.cell;
@@ -410,6 +442,11 @@ impl Filler<'_> {
         let users = &mut self.users;
         cell.clear();
         match col {
+            Col::Lead => {
+                if let Some(l) = self.lead {
+                    cell.push_str((l.cell)(index));
+                }
+            }
             Col::Zone => match snap.zone_of(s) {
                 Some(z) => cell.push_str(&sanitize::for_terminal(z.name.as_bytes())),
                 None => cell.push('?'),

@@ -427,6 +427,7 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
         },
         memory: m.attrs.skmeminfo.map(|x| Box::new(Memory::from(x))),
         cgroup_id: m.attrs.cgroup_id,
+        bound_ifindex: std::num::NonZeroU32::new(m.ifindex),
     }
 }
 
@@ -456,6 +457,7 @@ pub(crate) fn socket_from_unix(m: &unix_diag::UnixDiagMsg<'_>) -> Socket {
         tcp: None,
         memory: m.meminfo.map(|x| Box::new(Memory::from(x))),
         cgroup_id: None,
+        bound_ifindex: None,
     }
 }
 
@@ -483,6 +485,7 @@ pub(crate) fn socket_from_packet(m: &packet_diag::PacketDiagMsg) -> Socket {
         tcp: None,
         memory: None,
         cgroup_id: None,
+        bound_ifindex: None,
     }
 }
 
@@ -627,6 +630,7 @@ fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         });
     }
     bad
@@ -678,6 +682,7 @@ fn read_proc_unix(text: &[u8], g: &mut Gathered) -> usize {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         });
     }
     bad
@@ -716,6 +721,7 @@ fn read_proc_packet(text: &[u8], g: &mut Gathered) -> usize {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         });
     }
     bad

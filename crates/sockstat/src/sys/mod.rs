@@ -4,6 +4,7 @@
 pub mod buflock;
 pub mod cgroup;
 pub mod counters;
+pub mod destroy;
 pub mod diagnose;
 pub mod dump;
 pub mod netlink;
@@ -552,6 +553,7 @@ mod sort_tests {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 
