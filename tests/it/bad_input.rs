@@ -24,9 +24,15 @@ fn bad(args: &[&str]) -> String {
 #[test]
 fn exact_messages() {
     assert_eq!(
-        bad(&["-P", "icmp"]),
-        "sockstat: invalid value 'icmp' for '-P <PROTOS>': unknown protocol 'icmp': choose from tcp, \
-         udp, udplite, raw, sctp, mptcp, packet, unix (see 'sockstat --help')"
+        bad(&["-P", "igmp"]),
+        "sockstat: invalid value 'igmp' for '-P <PROTOS>': unknown protocol 'igmp': choose from tcp, \
+         udp, udplite, raw, icmp, sctp, mptcp, packet, unix (see 'sockstat --help')"
+    );
+    assert_eq!(
+        bad(&["-P", "icmp6"]),
+        "sockstat: invalid value 'icmp6' for '-P <PROTOS>': unknown protocol 'icmp6': -P icmp \
+         selects the ping sockets of both families; add -6 for the ICMPv6 ones (see 'sockstat \
+         --help')"
     );
     assert_eq!(
         bad(&["-p", "65536"]),
@@ -67,7 +73,7 @@ fn exact_messages() {
 #[test]
 fn every_bad_value_is_named() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-P", "tcp,icmp"], "'icmp'"),
+        (&["-P", "tcp,igmp"], "'igmp'"),
         (&["-P", ""], "''"),
         (&["-p", "65536"], "65536"),
         (&["-p", "22,70000"], "70000"),

@@ -43,6 +43,7 @@ mod serve;
 mod serve_privileges;
 mod serve_tls;
 mod service;
+mod socket_kinds;
 mod tcp_info;
 mod trace;
 mod unprivileged;

@@ -129,9 +129,15 @@ pub fn parse_protos(s: &str) -> Result<Vec<Proto>, FilterError> {
                     out.push(p)
                 }
             }
+            None if name.eq_ignore_ascii_case("icmp6") => {
+                return Err(FilterError::new(
+                    "unknown protocol 'icmp6': -P icmp selects the ping sockets of both families; add -6 for the ICMPv6 ones"
+                        .into(),
+                ))
+            }
             None => {
                 return Err(FilterError::new(format!(
-                    "unknown protocol '{name}': choose from tcp, udp, udplite, raw, sctp, mptcp, packet, unix"
+                    "unknown protocol '{name}': choose from tcp, udp, udplite, raw, icmp, sctp, mptcp, packet, unix"
                 )))
             }
         }
@@ -713,8 +719,12 @@ mod tests {
             parse_protos("tcp,UDP").unwrap(),
             vec![Proto::Tcp, Proto::Udp]
         );
-        let e = parse_protos("tcp,icmp").unwrap_err().to_string();
-        assert!(e.contains("'icmp'") && e.contains("udplite"), "{e}");
+        assert_eq!(
+            parse_protos("tcp,icmp").unwrap(),
+            vec![Proto::Tcp, Proto::Icmp]
+        );
+        let e = parse_protos("tcp,igmp").unwrap_err().to_string();
+        assert!(e.contains("'igmp'") && e.contains("udplite"), "{e}");
         assert_eq!(
             parse_states("established,time-wait,LISTEN").unwrap(),
             vec![State::Established, State::TimeWait, State::Listen]

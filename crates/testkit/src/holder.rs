@@ -213,6 +213,27 @@ impl Holder {
                 connect_to(fd, remote);
                 item.socks.push(describe("socket", fd));
             }
+            "icmp4" | "icmp6" => {
+                // A ping socket (what unprivileged ping uses), bound to ADDR (port 0: the
+                // kernel picks the ICMP identifier); needs the caller's group in
+                // net.ipv4.ping_group_range.
+                let addr = parse_sockaddr(&rest_s);
+                let (domain, proto) = if addr.is_ipv6() {
+                    (libc::AF_INET6, libc::IPPROTO_ICMPV6)
+                } else {
+                    (libc::AF_INET, libc::IPPROTO_ICMP)
+                };
+                let fd = check(
+                    unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, proto) },
+                    "socket(IPPROTO_ICMP)",
+                );
+                let (sa, len) = to_sockaddr(addr);
+                check(
+                    unsafe { libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len) },
+                    &format!("bind {addr}"),
+                );
+                item.socks.push(describe("socket", fd));
+            }
             "udp4-unbound" | "udp6-unbound" => {
                 let domain = if kind.starts_with("udp6") {
                     libc::AF_INET6

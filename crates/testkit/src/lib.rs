@@ -22,6 +22,7 @@
 //! | `tcp4-pending[:ADDR]`, `tcp6-pending[:ADDR]` | listener and client; the server end stays in the accept queue (`listener`, `client`, `pending` without fd or inode) |
 //! | `udp4:127.0.0.1:0`, `udp6:[::1]:0` | an unconnected, bound UDP socket (`socket`) |
 //! | `udp4-connected:LOCAL->REMOTE`, `udp6-connected:...` | a UDP socket bound to LOCAL and connected to REMOTE (`socket`); REMOTE's port may be `#N`: the port of item N's first socket |
+//! | `icmp4:127.0.0.1:0`, `icmp6:[::1]:0` | a bound ICMP ping socket (`socket`); the group must be in `net.ipv4.ping_group_range` |
 //! | `udp4-unbound`, `udp6-unbound`, `unix-dgram-unbound` | a datagram socket never bound nor connected (`socket`) |
 //! | `unix-listen:/path`, `unix-abstract-listen:name` | a unix stream listener (`listener`) |
 //! | `unix-conn:/path` | a unix listener on the path, a client connected to it and the accepted server (`listener`, `client`, `server`) |

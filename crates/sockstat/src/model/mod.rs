@@ -30,6 +30,11 @@ pub enum Proto {
     Udplite,
     /// Raw IP sockets.
     Raw,
+    /// ICMP datagram ("ping") sockets: `socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP)` and its
+    /// IPv6 twin (IPPROTO_ICMPV6), what unprivileged `ping` uses. No sock_diag module lists
+    /// them; they come from `/proc/net/icmp` and `/proc/net/icmp6`, which show them once bound
+    /// or used (an unbound one is in no table). In JSON the IPv6 ones are `icmp6`.
+    Icmp,
     /// SCTP.
     Sctp,
     /// Multipath TCP (the MPTCP socket itself; its subflows are TCP sockets).
@@ -42,11 +47,12 @@ pub enum Proto {
 
 impl Proto {
     /// Every protocol, in output order.
-    pub const ALL: [Proto; 8] = [
+    pub const ALL: [Proto; 9] = [
         Proto::Tcp,
         Proto::Udp,
         Proto::Udplite,
         Proto::Raw,
+        Proto::Icmp,
         Proto::Sctp,
         Proto::Mptcp,
         Proto::Unix,
@@ -60,10 +66,20 @@ impl Proto {
             Proto::Udp => "udp",
             Proto::Udplite => "udplite",
             Proto::Raw => "raw",
+            Proto::Icmp => "icmp",
             Proto::Sctp => "sctp",
             Proto::Mptcp => "mptcp",
             Proto::Unix => "unix",
             Proto::Packet => "packet",
+        }
+    }
+
+    /// The name in JSON for a socket of this protocol in `family`: [`Proto::name`], except
+    /// `icmp6` for an IPv6 ping socket (ICMPv6 is a protocol of its own).
+    pub fn name_in(self, family: Family) -> &'static str {
+        match (self, family) {
+            (Proto::Icmp, Family::Inet6) => "icmp6",
+            (p, _) => p.name(),
         }
     }
 
@@ -81,7 +97,7 @@ impl Proto {
 
     /// True for connectionless protocols whose "unconnected" state is shown as UNCONN.
     pub fn is_datagram(self) -> bool {
-        matches!(self, Proto::Udp | Proto::Udplite | Proto::Raw)
+        matches!(self, Proto::Udp | Proto::Udplite | Proto::Raw | Proto::Icmp)
     }
 }
 
@@ -529,6 +545,12 @@ impl Socket {
         }
     }
 
+    /// The protocol as JSON names it: [`Proto::name`], except `icmp6` for an IPv6 ping socket
+    /// (ICMPv6 is a protocol of its own).
+    pub fn proto_name(&self) -> &'static str {
+        self.proto.name_in(self.family)
+    }
+
     /// The PROTO column: `tcp4`, `udp6`, `stream`, `dgram`, `seqpac`, `packet`, ...
     pub fn proto_label(&self) -> &'static str {
         let v6 = self.family == Family::Inet6;
@@ -541,6 +563,8 @@ impl Socket {
             (Proto::Udplite, true) => "udplite6",
             (Proto::Raw, false) => "raw4",
             (Proto::Raw, true) => "raw6",
+            (Proto::Icmp, false) => "icmp4",
+            (Proto::Icmp, true) => "icmp6",
             (Proto::Sctp, false) => "sctp4",
             (Proto::Sctp, true) => "sctp6",
             (Proto::Mptcp, false) => "mptcp4",

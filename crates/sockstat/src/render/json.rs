@@ -251,7 +251,7 @@ pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> J
         zone: snap.zone_of(s),
         id: s.id,
         cookie: s.cookie.map(|c| c.to_string()),
-        proto: s.proto.name(),
+        proto: s.proto_name(),
         family: s.family.name(),
         sock_type: s.sock_type.name(),
         state: s.state.name(),

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 
 use crate::counters::{describe, CounterSet};
 use crate::diagnose::{Finding, RuleId, Severity};
-use crate::model::{Endpoint, Proto, Snapshot, Socket, State};
+use crate::model::{Endpoint, Family, Proto, Snapshot, Socket, State};
 use crate::ports::PortsReport;
 
 /// Content-Type of the text format this module writes.
@@ -161,12 +161,12 @@ pub fn write_snapshot(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Res
 
 fn write_sockets(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result<()> {
     let snap = input.snapshot;
-    let mut by: BTreeMap<(&str, Proto, &str, Cow<'_, str>), u64> = BTreeMap::new();
+    let mut by: BTreeMap<(&str, Proto, Family, Cow<'_, str>), u64> = BTreeMap::new();
     for s in &snap.sockets {
         let key = (
             zone_of(snap, s, input.zone),
             s.proto,
-            s.family.name(),
+            s.family,
             s.state.name(),
         );
         *by.entry(key).or_default() += 1;
@@ -182,8 +182,8 @@ fn write_sockets(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result<(
             out,
             "sockstat_sockets",
             &[
-                ("proto", proto.name()),
-                ("family", family),
+                ("proto", proto.name_in(*family)),
+                ("family", family.name()),
                 ("state", state),
                 ("zone", zone),
             ],

@@ -73,7 +73,7 @@ pub fn write(
             zone: snap.zone_of(s),
             cookie: s.cookie.map(|c| c.to_string()),
             id: s.id,
-            proto: s.proto.name(),
+            proto: s.proto_name(),
             family: s.family.name(),
             state: s.state.name(),
             local: json::endpoint(&s.local),

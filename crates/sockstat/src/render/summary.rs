@@ -12,8 +12,9 @@ use crate::model::{Family, Proto, Snapshot, State};
 /// One line of the summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Count {
-    /// Protocol.
-    pub proto: Proto,
+    /// Protocol (`icmp6` for IPv6 ping sockets in JSON, as in the listing).
+    #[serde(serialize_with = "proto_in_family", rename = "proto")]
+    pub proto: (Proto, Family),
     /// Address family.
     pub family: Family,
     /// State.
@@ -30,12 +31,16 @@ pub fn counts(snap: &Snapshot) -> Vec<Count> {
     }
     m.into_iter()
         .map(|((proto, family, state), count)| Count {
-            proto,
+            proto: (proto, family),
             family,
             state,
             count,
         })
         .collect()
+}
+
+fn proto_in_family<S: serde::Serializer>(p: &(Proto, Family), s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.0.name_in(p.1))
 }
 
 fn label(proto: Proto, family: Family) -> String {
@@ -63,7 +68,7 @@ pub fn write_table(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::
         writeln!(
             out,
             "{:<8} {:<sw$} {:>8}",
-            label(x.proto, x.family),
+            label(x.proto.0, x.family),
             x.state.name(),
             x.count
         )?;
@@ -95,7 +100,7 @@ pub fn write_csv(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Re
         writeln!(
             out,
             "{},{},{},{}",
-            x.proto,
+            x.proto.0.name_in(x.family),
             x.family.name(),
             x.state,
             x.count

@@ -50,7 +50,17 @@ impl Target {
     fn seq(self) -> u32 {
         match self {
             Target::Inet(p, f) => {
-                let i = Proto::ALL.iter().position(|x| *x == p).unwrap_or(0) as u32;
+                // Fixed per protocol (recordings name dumps by it); ICMP is never dumped.
+                let i = match p {
+                    Proto::Tcp => 0,
+                    Proto::Udp => 1,
+                    Proto::Udplite => 2,
+                    Proto::Raw => 3,
+                    Proto::Sctp => 4,
+                    Proto::Mptcp => 5,
+                    Proto::Icmp => 8,
+                    Proto::Unix | Proto::Packet => 9,
+                };
                 10 + 2 * i + u32::from(f == Family::Inet6)
             }
             Target::Unix => 50,
@@ -76,8 +86,14 @@ fn ipproto(p: Proto) -> u16 {
         Proto::Raw => inet_diag::IPPROTO_RAW,
         Proto::Sctp => inet_diag::IPPROTO_SCTP,
         Proto::Mptcp => inet_diag::IPPROTO_MPTCP,
-        Proto::Unix | Proto::Packet => 0,
+        Proto::Icmp | Proto::Unix | Proto::Packet => 0,
     }
+}
+
+/// Protocols sock_diag does not list at all (no diag module exists): always read from
+/// `/proc/net`, never asked of the kernel, and no fallback warning.
+fn proc_only(t: Target) -> bool {
+    matches!(t, Target::Inet(Proto::Icmp, _))
 }
 
 /// The dumps a query needs, in output order.
@@ -174,7 +190,11 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     let program = filter_program(q);
     let replay = matches!(q.source, Source::Replay(_));
     for t in targets(q) {
-        let from_proc = q.source == Source::Proc;
+        if replay && proc_only(t) && q.proc_root == Path::new("/proc") {
+            // Never mix a recording with this host's live /proc/net.
+            continue;
+        }
+        let from_proc = q.source == Source::Proc || proc_only(t);
         if !from_proc {
             match dump_target(
                 &mut *transport,
@@ -499,6 +519,8 @@ fn proc_file(t: Target) -> Vec<&'static str> {
         Target::Inet(Proto::Udplite, _) => vec!["udplite6"],
         Target::Inet(Proto::Raw, Family::Inet) => vec!["raw"],
         Target::Inet(Proto::Raw, _) => vec!["raw6"],
+        Target::Inet(Proto::Icmp, Family::Inet) => vec!["icmp"],
+        Target::Inet(Proto::Icmp, _) => vec!["icmp6"],
         Target::Unix => vec!["unix"],
         Target::Packet => vec!["packet"],
         _ => vec![],
@@ -604,7 +626,7 @@ fn read_proc_inet(text: &[u8], proto: Proto, family: Family, g: &mut Gathered) -
             proto,
             family,
             sock_type: match proto {
-                Proto::Udp | Proto::Udplite => SockType::Dgram,
+                Proto::Udp | Proto::Udplite | Proto::Icmp => SockType::Dgram,
                 Proto::Raw => SockType::Raw,
                 _ => SockType::Stream,
             },

@@ -1,0 +1,91 @@
+//! Issue 15 item 3: every kind of socket the kernel shows. Ping sockets (ICMP datagram sockets,
+//! what unprivileged `ping` uses) are in no sock_diag table; they come from /proc/net/icmp and
+//! /proc/net/icmp6 and must be listed with their holders, selected by `-P icmp`, counted by
+//! `--summary` and listed under `-Z`.
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A namespace whose ping_group_range lets root make ping sockets (the default "1 0" lets no
+/// group), with a holder of an IPv4 and an IPv6 ping socket.
+fn ping_sockets() -> (Netns, Holder) {
+    let ns = Netns::new();
+    let out = ns.exec(
+        "sysctl",
+        &["-q", "-w", "net.ipv4.ping_group_range=0 2147483647"],
+    );
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let h = Holder::spawn_in(&ns, &["icmp4:127.0.0.1:0", "icmp6:[::1]:0"]);
+    (ns, h)
+}
+
+fn by_inode(v: &Value, inode: u64) -> &Value {
+    sockets(v)
+        .iter()
+        .find(|s| s["id"] == inode)
+        .unwrap_or_else(|| panic!("socket {inode} not listed: {v:#}"))
+}
+
+#[test]
+fn ping_sockets_are_listed_with_their_holders() {
+    require_root!("ping_sockets_are_listed_with_their_holders (network namespace)");
+    let (ns, h) = ping_sockets();
+    let (v4, v6) = (h.item(0).sock(), h.item(1).sock());
+
+    // The default listing has them (as it has raw sockets), with their holder.
+    let v = sockstat(&["--json"]).netns(&ns).ok().json();
+    for (s, proto, family, addr) in [
+        (v4, "icmp", "inet", "127.0.0.1"),
+        (v6, "icmp6", "inet6", "::1"),
+    ] {
+        let j = by_inode(&v, s.inode());
+        assert_eq!(j["proto"], proto, "{j}");
+        assert_eq!(j["family"], family, "{j}");
+        assert_eq!(j["type"], "dgram", "{j}");
+        assert_eq!(j["state"], "UNCONN", "{j}");
+        assert_eq!(j["local"]["address"], addr, "{j}");
+        assert_eq!(j["local"]["port"], u64::from(s.port()), "{j}");
+        assert_eq!(j["owners_status"], "known", "{j}");
+        assert_eq!(owners(j), vec![(u64::from(h.pid()), s.fd() as u64)], "{j}");
+    }
+
+    // -P icmp selects both and nothing else; -4 only the IPv4 one.
+    let v = sockstat(&["--json", "-P", "icmp"]).netns(&ns).ok().json();
+    let protos: Vec<&str> = sockets(&v)
+        .iter()
+        .map(|s| s["proto"].as_str().unwrap())
+        .collect();
+    assert_eq!(protos, ["icmp", "icmp6"], "{v:#}");
+    let v = sockstat(&["--json", "-P", "icmp", "-4"])
+        .netns(&ns)
+        .ok()
+        .json();
+    assert_eq!(ids(&v), [v4.inode()].into_iter().collect(), "{v:#}");
+
+    // The table names them icmp4 / icmp6.
+    let out = sockstat(&["-P", "icmp", "-s"]).netns(&ns).ok();
+    let t = out.table();
+    let c = t.col("PROTO");
+    let protos: Vec<&str> = t.rows.iter().map(|r| r[c].as_str()).collect();
+    assert_eq!(protos, ["icmp4", "icmp6"], "{}", out.stdout);
+
+    // --summary counts them.
+    let v = sockstat(&["--summary", "--json"]).netns(&ns).ok().json();
+    let count = |proto: &str| {
+        v["summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["proto"] == proto)
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!((count("icmp"), count("icmp6")), (1, 1), "{v:#}");
+
+    // -Z lists them in their zone (read from the namespace's own /proc/net/icmp).
+    let v = sockstat(&["--json", "-Z", "-P", "icmp"]).ok().json();
+    let j = by_inode(&v, v4.inode());
+    assert_eq!(j["zone"]["name"], ns.name.as_str(), "{j}");
+    assert_eq!(owners(j), vec![(u64::from(h.pid()), v4.fd() as u64)], "{j}");
+}
