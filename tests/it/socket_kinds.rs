@@ -89,3 +89,49 @@ fn ping_sockets_are_listed_with_their_holders() {
     assert_eq!(j["zone"]["name"], ns.name.as_str(), "{j}");
     assert_eq!(owners(j), vec![(u64::from(h.pid()), v4.fd() as u64)], "{j}");
 }
+
+/// Issue 15 item 4: a packet socket names its interface and protocol, and a socket bound to a
+/// device shows it as `ss` does (`127.0.0.1%lo:PORT`), with the index and the name in JSON.
+#[test]
+fn interfaces_are_named() {
+    require_root!("interfaces_are_named (network namespace, AF_PACKET)");
+    let ns = Netns::new();
+    let h = Holder::spawn_in(
+        &ns,
+        &[
+            "packet:0003:lo",
+            "packet:0806:*",
+            "udp4-bound-dev:127.0.0.1:0%lo",
+        ],
+    );
+    let (all, arp, bound) = (h.item(0).sock(), h.item(1).sock(), h.item(2).sock());
+    let v = sockstat(&["--json", "-P", "packet,udp"]).netns(&ns).ok().json();
+    let j = by_inode(&v, all.inode());
+    assert_eq!(j["local"]["protocol"], 3, "{j}");
+    assert_eq!(j["local"]["protocol_name"], "ALL", "{j}");
+    assert_eq!(j["local"]["ifindex"], 1, "{j}");
+    assert_eq!(j["local"]["interface"], "lo", "{j}");
+    let j = by_inode(&v, arp.inode());
+    assert_eq!(j["local"]["protocol_name"], "ARP", "{j}");
+    assert_eq!(j["local"]["ifindex"], 0, "{j}");
+    assert!(j["local"].get("interface").is_none(), "{j}");
+    let j = by_inode(&v, bound.inode());
+    assert_eq!(j["bound_ifindex"], 1, "{j}");
+    assert_eq!(j["bound_interface"], "lo", "{j}");
+
+    let out = sockstat(&["-P", "packet,udp", "-i"]).netns(&ns).ok();
+    let t = out.table();
+    let local = |inode: u64| {
+        let row = t.rows_where("ID", &inode.to_string());
+        assert_eq!(row.len(), 1, "{}", out.stdout);
+        row[0][t.col("LOCAL ADDRESS")].clone()
+    };
+    assert_eq!(local(all.inode()), "ALL:lo", "{}", out.stdout);
+    assert_eq!(local(arp.inode()), "ARP:*", "{}", out.stdout);
+    assert_eq!(
+        local(bound.inode()),
+        format!("127.0.0.1%lo:{}", bound.port()),
+        "{}",
+        out.stdout
+    );
+}

@@ -213,6 +213,82 @@ impl Holder {
                 connect_to(fd, remote);
                 item.socks.push(describe("socket", fd));
             }
+            "packet" => {
+                // An AF_PACKET socket for ETH_P_PROTO (hex, e.g. 0003 = ETH_P_ALL, 0806 = ARP)
+                // bound to interface IFNAME (`packet:0003:lo`), or to every interface (`*`).
+                let (proto, ifname) = rest_s
+                    .split_once(':')
+                    .unwrap_or_else(|| fail(format!("{spec}: want PROTO:IFNAME")));
+                let proto = u16::from_str_radix(proto, 16)
+                    .unwrap_or_else(|_| fail(format!("{spec}: PROTO is hex (0003)")));
+                let fd = check(
+                    unsafe {
+                        libc::socket(
+                            libc::AF_PACKET,
+                            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                            i32::from(proto.to_be()),
+                        )
+                    },
+                    "socket(AF_PACKET)",
+                );
+                if ifname != "*" {
+                    let name = CString::new(ifname).unwrap_or_else(|e| fail(e));
+                    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+                    if index == 0 {
+                        fail(format!("{spec}: no interface {ifname}"));
+                    }
+                    let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
+                    sll.sll_family = libc::AF_PACKET as u16;
+                    sll.sll_protocol = proto.to_be();
+                    sll.sll_ifindex = index as i32;
+                    check(
+                        unsafe {
+                            libc::bind(
+                                fd,
+                                (&sll as *const libc::sockaddr_ll).cast(),
+                                size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                            )
+                        },
+                        "bind(AF_PACKET)",
+                    );
+                }
+                item.socks.push(describe("socket", fd));
+            }
+            "udp4-bound-dev" | "udp6-bound-dev" => {
+                // A UDP socket bound to ADDR on device IFNAME (SO_BINDTODEVICE):
+                // `udp4-bound-dev:127.0.0.1:0%lo`.
+                let (addr, ifname) = rest_s
+                    .rsplit_once('%')
+                    .unwrap_or_else(|| fail(format!("{spec}: want ADDR%IFNAME")));
+                let addr = parse_sockaddr(addr);
+                let domain = if addr.is_ipv6() {
+                    libc::AF_INET6
+                } else {
+                    libc::AF_INET
+                };
+                let fd = check(
+                    unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) },
+                    "socket",
+                );
+                check(
+                    unsafe {
+                        libc::setsockopt(
+                            fd,
+                            libc::SOL_SOCKET,
+                            libc::SO_BINDTODEVICE,
+                            ifname.as_ptr().cast(),
+                            ifname.len() as libc::socklen_t,
+                        )
+                    },
+                    "setsockopt(SO_BINDTODEVICE)",
+                );
+                let (sa, len) = to_sockaddr(addr);
+                check(
+                    unsafe { libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len) },
+                    &format!("bind {addr}"),
+                );
+                item.socks.push(describe("socket", fd));
+            }
             "icmp4" | "icmp6" => {
                 // A ping socket (what unprivileged ping uses), bound to ADDR (port 0: the
                 // kernel picks the ICMP identifier); needs the caller's group in

@@ -22,6 +22,8 @@
 //! | `tcp4-pending[:ADDR]`, `tcp6-pending[:ADDR]` | listener and client; the server end stays in the accept queue (`listener`, `client`, `pending` without fd or inode) |
 //! | `udp4:127.0.0.1:0`, `udp6:[::1]:0` | an unconnected, bound UDP socket (`socket`) |
 //! | `udp4-connected:LOCAL->REMOTE`, `udp6-connected:...` | a UDP socket bound to LOCAL and connected to REMOTE (`socket`); REMOTE's port may be `#N`: the port of item N's first socket |
+//! | `packet:PROTO:IFNAME` | an AF_PACKET raw socket for ETH_P_PROTO (hex: `0003`) bound to IFNAME, or `*` for every interface (`socket`, no address) |
+//! | `udp4-bound-dev:127.0.0.1:0%lo`, `udp6-bound-dev:[::1]:0%lo` | a UDP socket bound to the address on that device (`SO_BINDTODEVICE`) (`socket`) |
 //! | `icmp4:127.0.0.1:0`, `icmp6:[::1]:0` | a bound ICMP ping socket (`socket`); the group must be in `net.ipv4.ping_group_range` |
 //! | `udp4-unbound`, `udp6-unbound`, `unix-dgram-unbound` | a datagram socket never bound nor connected (`socket`) |
 //! | `unix-listen:/path`, `unix-abstract-listen:name` | a unix stream listener (`listener`) |

@@ -605,6 +605,10 @@ pub struct Snapshot {
     /// The zones (network namespaces) read, by the key found in `Socket::netns`; empty unless
     /// zones were asked for (`-Z`, `-z`).
     pub zones: std::collections::BTreeMap<u64, crate::zone::Zone>,
+    /// Interface names by (the socket's `netns` key, interface index), for the interfaces
+    /// sockets are bound to (packet sockets, `SO_BINDTODEVICE`); an index missing here is shown
+    /// as a number (the interface went away, or the zone was read from outside).
+    pub interfaces: HashMap<(Option<u64>, u32), String>,
 }
 
 impl Snapshot {
@@ -616,6 +620,13 @@ impl Snapshot {
     /// The zone a socket lives in, when zones were read.
     pub fn zone_of(&self, s: &Socket) -> Option<&crate::zone::Zone> {
         self.zones.get(&s.netns?)
+    }
+
+    /// The name of interface `ifindex` in the namespace of socket `s`, when known.
+    pub fn interface_name(&self, s: &Socket, ifindex: u32) -> Option<&str> {
+        self.interfaces
+            .get(&(s.netns, ifindex))
+            .map(String::as_str)
     }
 
     /// The process record of a pid.

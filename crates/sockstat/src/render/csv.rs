@@ -61,7 +61,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
             s.proto_label().to_string(),
             {
                 tmp.clear();
-                write_endpoint(&mut tmp, Some(&s.local), &holders);
+                super::fmt::write_local(&mut tmp, s, snap, &holders);
                 tmp.clone()
             },
             {

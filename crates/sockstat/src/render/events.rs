@@ -46,7 +46,7 @@ fn push_line(
     }
     out.push_str(s.proto_label());
     out.push(' ');
-    push_endpoint(out, Some(&s.local), snap, holders);
+    fmt::write_local(out, s, snap, &UnixHolders::default());
     out.push(' ');
     push_endpoint(out, s.remote.as_ref(), snap, holders);
     out.push(' ');

@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use std::time::SystemTime;
 
 use super::sanitize;
-use crate::model::{Endpoint, Owner, Socket, UnixName};
+use crate::model::{Endpoint, Owner, Snapshot, Socket, UnixName};
 
 /// The first holder of each unix socket by inode, to name an unnamed peer as `[pid fd]`.
 pub(crate) type UnixHolders = rustc_hash::FxHashMap<u64, Owner>;
@@ -271,6 +271,74 @@ impl Display for EndpointText<'_> {
                 Ok(())
             }
         }
+    }
+}
+
+/// The name of a well-known ethernet protocol (`ETH_P_*`, include/uapi/linux/if_ether.h), as a
+/// packet socket's LOCAL column and `protocol_name` in JSON give it.
+pub fn ethertype_name(protocol: u16) -> Option<&'static str> {
+    Some(match protocol {
+        0x0003 => "ALL",
+        0x0004 => "802_2",
+        0x0060 => "LOOP",
+        0x0800 => "IP",
+        0x0806 => "ARP",
+        0x8035 => "RARP",
+        0x8100 => "8021Q",
+        0x86DD => "IPV6",
+        0x8847 => "MPLS_UC",
+        0x8848 => "MPLS_MC",
+        0x8863 => "PPP_DISC",
+        0x8864 => "PPP_SES",
+        0x888E => "PAE",
+        0x88A8 => "8021AD",
+        0x88CC => "LLDP",
+        0x88F7 => "1588",
+        _ => return None,
+    })
+}
+
+/// The LOCAL column of a socket: [`write_endpoint`], with the interface it is bound to by name
+/// where the snapshot knows it: a packet socket as `PROTOCOL:INTERFACE` (`ALL:eth0`,
+/// `ARP:*` for every interface, `0x88b5:eth0` for a protocol without a name, the index when the
+/// name is unknown), an inet socket bound to a device (`SO_BINDTODEVICE`, a VRF) as
+/// `127.0.0.1%lo:5353` or `[::1]%lo:5353`, as `ss` writes them.
+pub(crate) fn write_local(out: &mut String, s: &Socket, snap: &Snapshot, holders: &UnixHolders) {
+    let name = |index: u32| -> String {
+        match snap.interface_name(s, index) {
+            Some(n) => sanitize::for_terminal(n.as_bytes()).into_owned(),
+            None => index.to_string(),
+        }
+    };
+    match (&s.local, s.bound_ifindex) {
+        (Endpoint::Packet { protocol, ifindex }, _) => {
+            match ethertype_name(*protocol) {
+                Some(p) => out.push_str(p),
+                None => {
+                    let _ = write!(out, "0x{protocol:04x}");
+                }
+            }
+            out.push(':');
+            if *ifindex == 0 {
+                out.push('*');
+            } else {
+                out.push_str(&name(*ifindex));
+            }
+        }
+        (Endpoint::Inet { addr, port }, Some(dev)) => {
+            let host = match addr {
+                a if a.is_unspecified() => "*".to_string(),
+                IpAddr::V4(a) => a.to_string(),
+                IpAddr::V6(a) => format!("[{a}]"),
+            };
+            let _ = write!(out, "{host}%{}:", name(dev.get()));
+            if *port == 0 {
+                out.push('*');
+            } else {
+                let _ = write!(out, "{port}");
+            }
+        }
+        (ep, _) => write_endpoint(out, Some(ep), holders),
     }
 }
 

@@ -55,7 +55,11 @@ pub(crate) struct JsonEndpoint<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    protocol_name: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     ifindex: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interface: Option<&'a str>,
 }
 
 fn unix_path(name: &UnixName) -> (std::borrow::Cow<'_, str>, Option<String>) {
@@ -105,6 +109,7 @@ pub(crate) fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
         }
         Endpoint::Packet { protocol, ifindex } => JsonEndpoint {
             protocol: Some(*protocol),
+            protocol_name: super::fmt::ethertype_name(*protocol),
             ifindex: Some(*ifindex),
             ..Default::default()
         },
@@ -153,6 +158,10 @@ pub(crate) struct JsonSocket<'a> {
     memory: Option<&'a Memory>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cgroup: Option<JsonCgroup<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bound_ifindex: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bound_interface: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -247,6 +256,11 @@ pub(crate) fn cgroup<'a>(snap: &'a Snapshot, s: &Socket, opts: &Options) -> Opti
 
 /// One socket as the contract's socket object (the listing's, and the `"socket"` of an event).
 pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'a> {
+    let mut local = endpoint(&s.local);
+    if let Endpoint::Packet { ifindex, .. } = s.local {
+        local.interface = snap.interface_name(s, ifindex);
+    }
+    let bound_ifindex = s.bound_ifindex.map(|i| i.get());
     JsonSocket {
         zone: snap.zone_of(s),
         id: s.id,
@@ -255,7 +269,7 @@ pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> J
         family: s.family.name(),
         sock_type: s.sock_type.name(),
         state: s.state.name(),
-        local: endpoint(&s.local),
+        local,
         remote: s.remote.as_ref().map(endpoint),
         recv_q: s.recv_q,
         send_q: s.send_q,
@@ -267,6 +281,8 @@ pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> J
         tcp: s.tcp.as_deref().filter(|_| opts.tcp || opts.congestion),
         memory: s.memory.as_deref().filter(|_| opts.memory),
         cgroup: cgroup(snap, s, opts),
+        bound_ifindex,
+        bound_interface: bound_ifindex.and_then(|i| snap.interface_name(s, i)),
     }
 }
 

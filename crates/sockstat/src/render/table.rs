@@ -474,7 +474,7 @@ impl Filler<'_, '_> {
                 None => cell.push('?'),
             },
             Col::Proto => cell.push_str(s.proto_label()),
-            Col::Local => write_endpoint(cell, Some(&s.local), holders),
+            Col::Local => fmt::write_local(cell, s, snap, holders),
             Col::Foreign => write_endpoint(cell, s.remote.as_ref(), holders),
             Col::State => cell.push_str(&s.state.name()),
             Col::Cgroup => match s.cgroup_id.map(|id| snap.cgroups.get(&id)) {

@@ -34,6 +34,42 @@ pub struct Gathered {
     pub sockets: Vec<Socket>,
     /// Problems met on the way.
     pub warnings: Vec<Warning>,
+    /// Names of the interfaces the sockets are bound to (packet sockets, `SO_BINDTODEVICE`), by
+    /// index, in the namespace they were read in ([`interface_names`]).
+    pub interfaces: Vec<(u32, String)>,
+    /// The same for several zones, by (zone key, index) (filled by `sys::gather_zones`).
+    pub zone_interfaces: std::collections::HashMap<(Option<u64>, u32), String>,
+}
+
+/// The names of the interfaces `sockets` refer to (a packet socket's interface, a bound
+/// device), asked of the kernel with `SIOCGIFNAME` on a socket made by the calling thread, so in
+/// that thread's network namespace: call it where the sockets were dumped, never for a
+/// namespace read from outside. An index with no interface any more is left out (shown as a
+/// number).
+pub fn interface_names(sockets: &[Socket]) -> Vec<(u32, String)> {
+    let mut wanted: Vec<u32> = sockets
+        .iter()
+        .filter_map(|s| match s.local {
+            Endpoint::Packet { ifindex, .. } if ifindex != 0 => Some(ifindex),
+            _ => s.bound_ifindex.map(|i| i.get()),
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    let Ok(fd) = rustix::net::socket(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::DGRAM,
+        None,
+    ) else {
+        return Vec::new();
+    };
+    wanted
+        .into_iter()
+        .filter_map(|i| Some((i, rustix::net::netdevice::index_to_name(&fd, i).ok()?)))
+        .collect()
 }
 
 /// One dump to make.

@@ -77,8 +77,14 @@ pub(crate) fn collect_in(
     let mut snap = Snapshot {
         warnings: std::mem::take(&mut gathered.warnings),
         zones,
+        interfaces: std::mem::take(&mut gathered.zone_interfaces),
         ..Snapshot::default()
     };
+    snap.interfaces.extend(
+        std::mem::take(&mut gathered.interfaces)
+            .into_iter()
+            .map(|(i, n)| ((None, i), n)),
+    );
     let mut sockets = gathered.sockets;
 
     let scan = scan.map(|(scan, bpf_refused)| {
@@ -271,7 +277,9 @@ fn gather_zones(
 > {
     let mut zones = std::collections::BTreeMap::new();
     let Some((selected, mut warnings)) = selected else {
-        return Ok((dump::gather(q, ext, &q.proc_root.join("net"))?, zones));
+        let mut g = dump::gather(q, ext, &q.proc_root.join("net"))?;
+        g.interfaces = dump::interface_names(&g.sockets);
+        return Ok((g, zones));
     };
     let mut all = dump::Gathered::default();
     let (mut fallback, mut skipped) = (Vec::new(), Vec::new());
@@ -284,7 +292,10 @@ fn gather_zones(
             } else {
                 thread_net.clone()
             };
-            dump::gather(q, ext, &net)
+            dump::gather(q, ext, &net).map(|mut g| {
+                g.interfaces = dump::interface_names(&g.sockets);
+                g
+            })
         });
         let mut g = match joined {
             Ok(g) => g?,
@@ -312,6 +323,8 @@ fn gather_zones(
         dump::fill_unix_peer_names(&mut g.sockets);
         all.sockets.append(&mut g.sockets);
         all.warnings.append(&mut g.warnings);
+        all.zone_interfaces
+            .extend(g.interfaces.into_iter().map(|(i, n)| ((Some(t.key), i), n)));
     }
     if !fallback.is_empty() || !skipped.is_empty() {
         warnings.push(Warning {

@@ -182,6 +182,11 @@ fn split_by_zone(snapshot: Snapshot, targets: &[ZoneTarget]) -> HashMap<u64, Sna
             }
         }
     }
+    for ((key, index), name) in snapshot.interfaces {
+        if let Some(z) = key.and_then(|k| out.get_mut(&k)) {
+            z.interfaces.insert((key, index), name);
+        }
+    }
     out
 }
 
