@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use clap::{ArgAction, Parser, ValueEnum};
-use sockstat::query::{parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch};
+use sockstat::query::{
+    parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch, ConnectedTo,
+};
 use sockstat::{PortSet, Proto, State};
 
 /// When to colour the output.
@@ -131,7 +133,8 @@ pub struct FilterArgs {
     /// Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners).
     #[arg(short = 'l', help_heading = "Filters")]
     pub listening: bool,
-    /// Hide Internet sockets whose local or remote address is loopback (127/8, ::1).
+    /// Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix
+    /// sockets are not affected (as FreeBSD's -L): add -4 -6 to see only the network.
     #[arg(short = 'L', help_heading = "Filters")]
     pub no_loopback: bool,
     /// Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100).
@@ -161,6 +164,11 @@ pub struct FilterArgs {
     /// Zones.
     #[command(flatten)]
     pub zones: ZoneArgs,
+    /// Only the connections to these listeners, seen from both ends, whatever the transport:
+    /// ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract
+    /// name (@name), comma-separated. Implies -c.
+    #[arg(long, value_name = "LISTENERS", value_parser = ConnectedTo::parse, help_heading = "Filters")]
+    pub connected_to: Option<ConnectedTo>,
     /// Only sockets whose holder's command name is NAME (a glob when it has * or ?).
     #[arg(long, value_name = "NAME", value_parser = CommandMatch::parse, help_heading = "Filters")]
     pub command: Option<CommandMatch>,
@@ -234,6 +242,11 @@ pub struct OutputArgs {
     /// of busy time limited by the peer's window or our send buffer ("tcp" object in JSON).
     #[arg(short = 'T', long = "tcp-info", help_heading = "Output")]
     pub tcp_info: bool,
+    /// With -T, list TIME-WAIT entries too. -T leaves them out by default: they have no TCP
+    /// internals and can outnumber the connections (a warning says how many there are);
+    /// --state TIME_WAIT also shows them.
+    #[arg(long, help_heading = "Output")]
+    pub time_wait: bool,
     /// Show the congestion control algorithm (CC column).
     #[arg(short = 'C', help_heading = "Output")]
     pub congestion: bool,

@@ -179,7 +179,10 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
            means the holders shown may not be all: a process these privileges cannot inspect runs \
            as the socket's uid (owners_status \"partial\"; the same warning counts it, -v says \
            which processes). Kernel threads are never counted. With --no-owners no process is \
-           looked at (owners_status \"not_requested\")."],
+           looked at (owners_status \"not_requested\"). A socket only the kernel holds (a \
+           TIME_WAIT entry, a request socket, an orphan being closed) has no inode, so no process \
+           can hold it: its row shows - for USER, PID and FD and its state as COMMAND, \
+           (time-wait)."],
     );
     section(
         &mut r,

@@ -140,6 +140,7 @@ pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow:
         None => None,
     };
     q.command = f.command.clone();
+    q.connected_to = f.connected_to.clone();
     q.zones = f.zones.select();
     q.owners = !no_owners;
     q.source = match (&src.replay_netlink, src.source) {
@@ -193,6 +194,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     query.args = o.args;
     query.resolve_users = !o.numeric;
     query.tcp_info = o.tcp_info;
+    query.hide_time_wait = o.tcp_info && !o.time_wait && query.states.is_none();
     query.congestion = o.congestion;
     query.memory = o.memory;
     query.cgroups = o.cgroup;

@@ -65,7 +65,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --command --tcp-info --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose kill ports serve trace help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --connected-to --command --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose kill ports serve trace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -104,6 +104,10 @@ _sockstat() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -197,7 +201,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__diagnose)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help --watch --count"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --connected-to --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,6 +240,10 @@ _sockstat() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -403,7 +411,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__kill)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -y -n -w -v -h --src --dst --state --pid --user --command --cookie --dry-run --yes --json --color --help --watch --count"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -y -n -w -v -h --src --dst --state --pid --user --connected-to --command --cookie --dry-run --yes --json --color --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -442,6 +450,10 @@ _sockstat() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -569,7 +581,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__trace)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -o -h --src --dst --state --pid --user --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --id --cookie --output --interval --duration --json --help --watch --count"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -o -h --src --dst --state --pid --user --connected-to --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --id --cookie --output --interval --duration --json --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -608,6 +620,10 @@ _sockstat() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

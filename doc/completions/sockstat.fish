@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_sockstat_global_optspecs
-    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z command= s n q H w a i T/tcp-info C m/memory cgroup v summary json csv color= watch= events count= no-owners source= owner-scan= proc-root= record-netlink= replay-netlink= generate= h/help V/version
+    string join \n 4 6 u c l L p= src= dst= P= state= pid= user= z= Z connected-to= command= s n q H w a i T/tcp-info time-wait C m/memory cgroup v summary json csv color= watch= events count= no-owners source= owner-scan= proc-root= record-netlink= replay-netlink= generate= h/help V/version
 end
 
 function __fish_sockstat_needs_command
@@ -32,6 +32,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l state -d 'Only socket
 complete -c sockstat -n "__fish_sockstat_needs_command" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
@@ -56,7 +57,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s 6 -d 'Show IPv6 socke
 complete -c sockstat -n "__fish_sockstat_needs_command" -s u -d 'Show Unix domain sockets'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s s -d 'Show the STATE column'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s n -d 'Show numeric uids (no user name lookup)'
@@ -66,6 +67,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s w -d 'Never truncate 
 complete -c sockstat -n "__fish_sockstat_needs_command" -s a -d 'Show process arguments (ARGS column; "args" in JSON)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s i -d 'Show the socket id (inode) in an ID column'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s T -l tcp-info -d 'TCP internals: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer\'s window or our send buffer ("tcp" object in JSON)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l time-wait -d 'With -T, list TIME-WAIT entries too. -T leaves them out by default: they have no TCP internals and can outnumber the connections (a warning says how many there are); --state TIME_WAIT also shows them'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s C -d 'Show the congestion control algorithm (CC column)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s m -l memory -d 'Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l cgroup -d 'Show the cgroup each Internet socket was created in (its service or container), from the kernel\'s socket cgroup id: no /proc scan and no privilege needed (CGROUP column)'
@@ -106,6 +108,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l state -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -128,7 +131,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 6 -d 'Sho
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s u -d 'Show Unix domain sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l exact-locks -d 'As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once'
@@ -143,6 +146,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l state -d 'Onl
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l cookie -d 'Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
@@ -155,7 +159,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s 6 -d 'Show IP
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s u -d 'Show Unix domain sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dry-run -d 'List what would be closed, close nothing'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s y -l yes -d 'Close without asking (needed when standard input or output is not a terminal)'
@@ -199,6 +203,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l state -d 'On
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -221,7 +226,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s 6 -d 'Show I
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s u -d 'Show Unix domain sockets'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'

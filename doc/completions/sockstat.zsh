@@ -24,6 +24,7 @@ _sockstat() {
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
@@ -48,7 +49,7 @@ fish\:"Fish completion"))' \
 '-u[Show Unix domain sockets]' \
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '-s[Show the STATE column]' \
 '-n[Show numeric uids (no user name lookup)]' \
@@ -59,6 +60,7 @@ fish\:"Fish completion"))' \
 '-i[Show the socket id (inode) in an ID column]' \
 '-T[TCP internals\: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer'\''s window or our send buffer ("tcp" object in JSON)]' \
 '--tcp-info[TCP internals\: RTT, cwnd, windows and scaling, unacked, retransmits, delivery rate, share of busy time limited by the peer'\''s window or our send buffer ("tcp" object in JSON)]' \
+'--time-wait[With -T, list TIME-WAIT entries too. -T leaves them out by default\: they have no TCP internals and can outnumber the connections (a warning says how many there are); --state TIME_WAIT also shows them]' \
 '-C[Show the congestion control algorithm (CC column)]' \
 '-m[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
 '--memory[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
@@ -114,6 +116,7 @@ _arguments "${_arguments_options[@]}" : \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
@@ -136,7 +139,7 @@ never\:"Never"))' \
 '-u[Show Unix domain sockets]' \
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
 '--exact-locks[As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it\: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once]' \
@@ -157,6 +160,7 @@ _arguments "${_arguments_options[@]}" : \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--cookie=[Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)]:COOKIES:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
@@ -169,7 +173,7 @@ never\:"Never"))' \
 '-u[Show Unix domain sockets]' \
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '--dry-run[List what would be closed, close nothing]' \
 '-y[Close without asking (needed when standard input or output is not a terminal)]' \
@@ -231,6 +235,7 @@ _arguments "${_arguments_options[@]}" : \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
@@ -254,7 +259,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '-u[Show Unix domain sockets]' \
 '-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
 '--json[Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary]' \

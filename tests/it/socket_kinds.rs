@@ -105,7 +105,10 @@ fn interfaces_are_named() {
         ],
     );
     let (all, arp, bound) = (h.item(0).sock(), h.item(1).sock(), h.item(2).sock());
-    let v = sockstat(&["--json", "-P", "packet,udp"]).netns(&ns).ok().json();
+    let v = sockstat(&["--json", "-P", "packet,udp"])
+        .netns(&ns)
+        .ok()
+        .json();
     let j = by_inode(&v, all.inode());
     assert_eq!(j["local"]["protocol"], 3, "{j}");
     assert_eq!(j["local"]["protocol_name"], "ALL", "{j}");
@@ -134,4 +137,106 @@ fn interfaces_are_named() {
         "{}",
         out.stdout
     );
+}
+
+/// Issue 15 item 4: "who is connected to this listener", whatever the transport: the clients
+/// of a TCP port and of a unix socket, seen from both ends, in one listing.
+#[test]
+fn connected_to_a_listener_whatever_the_transport() {
+    let dir = tempdir();
+    let path = dir.path().join("db.sock");
+    let h = Holder::spawn(&[
+        "tcp4-pair".to_string(),
+        format!("unix-conn:{}", path.display()),
+        "tcp4-pair".to_string(),
+        "unix-pair".to_string(),
+    ]);
+    let (tcp, unix, other) = (h.item(0), h.item(1), h.item(2));
+    let port = tcp.role("listener").port();
+    let arg = format!("{port},{}", path.display());
+    let v = sockstat(&["--json", "--connected-to", &arg]).ok().json();
+    let want: std::collections::BTreeSet<u64> = [
+        tcp.role("client"),
+        tcp.role("server"),
+        unix.role("client"),
+        unix.role("server"),
+    ]
+    .iter()
+    .map(|s| s.inode())
+    .collect();
+    assert_eq!(ids(&v), want, "{v:#}");
+    // Only the unix listener's connections with the path alone; nothing from the other pair.
+    let v = sockstat(&["--json", "--connected-to", &path.display().to_string()])
+        .ok()
+        .json();
+    let unix_only: std::collections::BTreeSet<u64> = [unix.role("client"), unix.role("server")]
+        .iter()
+        .map(|s| s.inode())
+        .collect();
+    assert_eq!(ids(&v), unix_only, "{v:#}");
+    assert!(!ids(&v).contains(&other.role("client").inode()));
+    // A bad item is named.
+    let out = sockstat(&["--connected-to", "5432,x"]).run();
+    assert_eq!(out.code, Some(2), "{out:#?}");
+    assert!(out.stderr.contains("'x'"), "{}", out.stderr);
+}
+
+/// Issue 15 item 4: a TIME-WAIT entry is recognisable without -s (its state as COMMAND, `-` for
+/// user, pid and fd), and -T leaves TIME-WAIT entries out unless asked, saying how many.
+#[test]
+fn time_wait_rows_are_recognisable_and_kept_out_of_tcp_internals() {
+    let h = Holder::spawn(&["timewait:127.0.0.1"]);
+    let tw = h.item(0).role("timewait");
+    let port = tw.port().to_string();
+    let out = sockstat(&["-4", "-p", &port]).ok();
+    let t = out.table();
+    let rows = t.rows_where("COMMAND", "(time-wait)");
+    assert_eq!(rows.len(), 1, "{}", out.stdout);
+    assert_eq!(
+        (
+            rows[0][t.col("USER")].as_str(),
+            rows[0][t.col("PID")].as_str(),
+            rows[0][t.col("FD")].as_str()
+        ),
+        ("-", "-", "-"),
+        "{}",
+        out.stdout
+    );
+    // -T: the entry is left out, with one line saying so; --time-wait brings it back.
+    let out = sockstat(&["-T", "-4", "-p", &port]).ok();
+    assert!(
+        out.table().rows_where("COMMAND", "(time-wait)").is_empty(),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("TIME-WAIT entr") && out.stderr.contains("--time-wait"),
+        "{}",
+        out.stderr
+    );
+    let v = sockstat(&["-T", "-4", "-p", &port, "--json"]).ok().json();
+    assert!(
+        warnings(&v).iter().any(|w| w["code"] == "time-wait-hidden"),
+        "{v:#}"
+    );
+    assert!(
+        sockets(&v).iter().all(|s| s["state"] != "TIME_WAIT"),
+        "{v:#}"
+    );
+    for extra in [&["--time-wait"][..], &["--state", "TIME_WAIT"][..]] {
+        let mut args = vec!["-T", "-4", "-p", &port];
+        args.extend_from_slice(extra);
+        let out = sockstat(&args).ok();
+        assert_eq!(
+            out.table().rows_where("COMMAND", "(time-wait)").len(),
+            1,
+            "{extra:?}: {}",
+            out.stdout
+        );
+        assert!(
+            !out.stderr.contains("--time-wait"),
+            "{extra:?}: {}",
+            out.stderr
+        );
+    }
 }

@@ -364,6 +364,85 @@ pub struct Query {
     pub zones: ZoneSelect,
     /// Name each inet socket's cgroup (`--cgroup`): no /proc scan, no privilege.
     pub cgroups: bool,
+    /// Only the connections to these listeners, seen from both ends, whatever the transport
+    /// (`--connected-to`): for a port, the connected inet sockets with it as their local or
+    /// remote port; for a unix path or abstract name, the accepted sockets of the listener bound
+    /// there and the clients whose peer has that name.
+    pub connected_to: Option<ConnectedTo>,
+    /// Leave TIME-WAIT entries out (the kernel skips them), unless `states` names TIME_WAIT: `-T`
+    /// does by default, since they have no TCP internals and can outnumber the connections.
+    /// The listing then says how many the namespace has (`time-wait-hidden`).
+    pub hide_time_wait: bool,
+}
+
+/// The listeners of `--connected-to`: ports and unix names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConnectedTo {
+    /// Listening ports (TCP, SCTP, MPTCP, UDP).
+    pub ports: Option<PortSet>,
+    /// Unix listeners' names: a path, or `@name` for an abstract one.
+    pub unix: Vec<crate::model::UnixName>,
+}
+
+impl ConnectedTo {
+    /// Parses `5432,/run/postgresql/.s.PGSQL.5432,@name`: ports and ranges, unix paths (from
+    /// `/`), abstract names (from `@`).
+    pub fn parse(s: &str) -> Result<ConnectedTo, FilterError> {
+        let mut ports = Vec::new();
+        let mut unix = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            if let Some(name) = part.strip_prefix('@') {
+                unix.push(crate::model::UnixName::Abstract(
+                    crate::model::RawString::new(name.as_bytes()),
+                ));
+            } else if part.starts_with('/') {
+                unix.push(crate::model::UnixName::Path(crate::model::RawString::new(
+                    part.as_bytes(),
+                )));
+            } else if !part.is_empty() {
+                ports.push(part);
+            } else {
+                return Err(FilterError::new(format!(
+                    "empty item in '{s}': give ports (5432, 8000-8100), unix paths (/run/x.sock) \
+                     or abstract names (@name), comma-separated"
+                )));
+            }
+        }
+        let ports = if ports.is_empty() {
+            None
+        } else {
+            Some(PortSet::parse(&ports.join(",")).map_err(|e| {
+                FilterError::new(format!(
+                    "{e} (unix listeners are given by path, from /, or abstract name, from @)"
+                ))
+            })?)
+        };
+        Ok(ConnectedTo { ports, unix })
+    }
+
+    /// Whether `s` is a connection to one of these listeners (from either end).
+    pub fn matches(&self, s: &Socket) -> bool {
+        if !s.is_connected() || s.is_listening() {
+            return false;
+        }
+        if s.proto.is_inet() {
+            let Some(ports) = &self.ports else {
+                return false;
+            };
+            if matches!(s.proto, Proto::Raw | Proto::Icmp) {
+                return false;
+            }
+            let lp = s.local.port();
+            let rp = s.remote.as_ref().and_then(Endpoint::port);
+            return lp.is_some_and(|p| ports.contains(p)) || rp.is_some_and(|p| ports.contains(p));
+        }
+        let named = |n: &crate::model::UnixName| self.unix.iter().any(|u| u == n);
+        match (&s.local, &s.remote) {
+            (Endpoint::Unix(Some(n)), _) if named(n) => true,
+            (_, Some(Endpoint::UnixPeer { name: Some(n), .. })) => named(n),
+            _ => false,
+        }
+    }
 }
 
 impl Default for Query {
@@ -394,6 +473,8 @@ impl Default for Query {
             memory: false,
             zones: ZoneSelect::Current,
             cgroups: false,
+            connected_to: None,
+            hide_time_wait: false,
         }
     }
 }
@@ -428,9 +509,16 @@ impl Query {
         }
     }
 
-    /// True when the filters only select inet sockets (ports and addresses do).
+    /// True when the filters only select inet sockets (ports and addresses do, and
+    /// `--connected-to` without a unix name).
     pub fn inet_only(&self) -> bool {
-        self.ports.is_some() || self.src.is_some() || self.dst.is_some()
+        self.ports.is_some()
+            || self.src.is_some()
+            || self.dst.is_some()
+            || self
+                .connected_to
+                .as_ref()
+                .is_some_and(|c| c.unix.is_empty())
     }
 
     /// Narrows the query to TCP connections with their internals (`tcp_info`, socket memory,
@@ -475,6 +563,7 @@ impl Query {
         let datagram = proto.is_datagram() || proto == Proto::Unix;
         let mut mask: u32 = match &self.states {
             Some(list) => list.iter().fold(0, |m, s| m | s.kernel_mask()),
+            None if self.hide_time_wait => !State::TimeWait.kernel_mask(),
             None => u32::MAX,
         };
         let (listening, connected) = self.role();
@@ -512,6 +601,8 @@ impl Query {
             if !states.contains(&s.state) {
                 return false;
             }
+        } else if self.hide_time_wait && s.state == State::TimeWait {
+            return false;
         }
         let (listening, connected) = self.role();
         if !(listening && connected) {
@@ -527,13 +618,20 @@ impl Query {
         if self.no_loopback && (is_loopback(local_ip) || is_loopback(remote_ip)) {
             return false;
         }
+        if let Some(to) = &self.connected_to {
+            if !to.matches(s) {
+                return false;
+            }
+        }
         if let Some(ports) = &self.ports {
-            let lp = s.local.port().filter(|_| s.proto != Proto::Raw);
+            // A raw socket's "port" is its IP protocol, a ping socket's its ICMP identifier.
+            let portless = matches!(s.proto, Proto::Raw | Proto::Icmp);
+            let lp = s.local.port().filter(|_| !portless);
             let rp = s
                 .remote
                 .as_ref()
                 .and_then(Endpoint::port)
-                .filter(|_| s.proto != Proto::Raw);
+                .filter(|_| !portless);
             if !(lp.is_some_and(|p| ports.contains(p)) || rp.is_some_and(|p| ports.contains(p))) {
                 return false;
             }

@@ -624,9 +624,7 @@ impl Snapshot {
 
     /// The name of interface `ifindex` in the namespace of socket `s`, when known.
     pub fn interface_name(&self, s: &Socket, ifindex: u32) -> Option<&str> {
-        self.interfaces
-            .get(&(s.netns, ifindex))
-            .map(String::as_str)
+        self.interfaces.get(&(s.netns, ifindex)).map(String::as_str)
     }
 
     /// The process record of a pid.

@@ -65,6 +65,9 @@ warning_codes! {
     ArgsUnavailable => "args-unavailable",
     /// The user database did not answer in time: some users are shown as numbers.
     UsersUnresolved => "users-unresolved",
+    /// TIME-WAIT entries were left out on purpose (`-T` without `--time-wait`); the count is
+    /// the namespace's.
+    TimeWaitHidden => "time-wait-hidden",
     /// A protocol this kernel lacks (no module, no diag support) was not listed.
     ProtoUnavailable => "proto-unavailable",
     /// A sock_diag dump failed; that family was read from /proc/net text instead.

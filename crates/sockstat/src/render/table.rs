@@ -437,6 +437,11 @@ impl Filler<'_, '_> {
     fn fill(&mut self, col: Col, index: usize, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
         let snap = self.snap;
         let process = o.and_then(|o| snap.process(o.pid));
+        // A socket only the kernel holds (a TIME-WAIT entry, a request socket, an orphan being
+        // closed: no inode, so no fd can point at it) is named by its state, `(time-wait)`,
+        // with `-` for the user, pid and fd: recognisable without -s, and never taken for a
+        // connection whose holder is unknown (`?`).
+        let kernel_only = o.is_none() && s.id.is_none();
         let cell = &mut self.cell;
         let holders = &self.holders;
         let users = &mut self.users;
@@ -455,22 +460,29 @@ impl Filler<'_, '_> {
                 Some(uid) => {
                     cell.push_str(users.entry(uid).or_insert_with(|| user_label(snap, uid)))
                 }
+                None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
             Col::Command => match process.and_then(|p| p.command.as_ref()) {
                 Some(c) => cell.push_str(&sanitize::for_terminal(c.as_bytes())),
+                None if kernel_only => {
+                    let state = s.state.name().to_ascii_lowercase().replace('_', "-");
+                    let _ = write!(cell, "({state})");
+                }
                 None => cell.push('?'),
             },
             Col::Pid => match o {
                 Some(o) => {
                     let _ = write!(cell, "{}", o.pid);
                 }
+                None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
             Col::Fd => match o {
                 Some(o) => {
                     let _ = write!(cell, "{}", o.fd);
                 }
+                None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
             Col::Proto => cell.push_str(s.proto_label()),

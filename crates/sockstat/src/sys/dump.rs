@@ -39,6 +39,9 @@ pub struct Gathered {
     pub interfaces: Vec<(u32, String)>,
     /// The same for several zones, by (zone key, index) (filled by `sys::gather_zones`).
     pub zone_interfaces: std::collections::HashMap<(Option<u64>, u32), String>,
+    /// TIME-WAIT entries left out by `Query::hide_time_wait` (the namespace's count from
+    /// `sockstat`), when it could be read.
+    pub hidden_time_wait: u64,
 }
 
 /// The names of the interfaces `sockets` refer to (a packet socket's interface, a bound
@@ -284,6 +287,14 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     // The kernel applied the state mask and the filter program where it could; the rest (-L,
     // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
     // every source selects the same sockets.
+    if q.hide_time_wait && q.states.is_none() && q.wants_proto(Proto::Tcp) {
+        if let Ok(text) = std::fs::read_to_string(net_dir.join("sockstat")) {
+            g.hidden_time_wait += sockstat_wire::snmp::sockstat_tcp_field(&text, "tw").unwrap_or(0);
+        }
+    }
+    // Unix peers are named before filtering, so a client keeps its server's name (and
+    // `--connected-to PATH` finds it) whether or not the server's end is selected.
+    fill_unix_peer_names(&mut g.sockets);
     g.sockets.retain(|s| q.matches_socket(s));
     Ok(g)
 }

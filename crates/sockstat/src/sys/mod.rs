@@ -50,7 +50,6 @@ pub(crate) fn collect_in(
     let ext = q.inet_diag_ext();
     let prepare = move || -> Result<_, Error> {
         let (mut g, zones) = gather_zones(q, ext, selected)?;
-        dump::fill_unix_peer_names(&mut g.sockets);
         sort_sockets(&mut g.sockets, &zones);
         Ok((g, zones))
     };
@@ -86,6 +85,23 @@ pub(crate) fn collect_in(
             .map(|(i, n)| ((None, i), n)),
     );
     let mut sockets = gathered.sockets;
+    if gathered.hidden_time_wait > 0 {
+        snap.warnings.push(
+            Warning::new(
+                WarningCode::TimeWaitHidden,
+                format!(
+                    "{} not shown: with -T they are left out (they have no TCP internals); \
+                     --time-wait or --state TIME_WAIT shows them",
+                    counted(
+                        gathered.hidden_time_wait as usize,
+                        "TIME-WAIT entry is",
+                        "TIME-WAIT entries are"
+                    )
+                ),
+            )
+            .count(gathered.hidden_time_wait),
+        );
+    }
 
     let scan = scan.map(|(scan, bpf_refused)| {
         if let Some(why) = bpf_refused {
@@ -320,9 +336,9 @@ fn gather_zones(
         for s in &mut g.sockets {
             s.netns = Some(t.key);
         }
-        dump::fill_unix_peer_names(&mut g.sockets);
         all.sockets.append(&mut g.sockets);
         all.warnings.append(&mut g.warnings);
+        all.hidden_time_wait += g.hidden_time_wait;
         all.zone_interfaces
             .extend(g.interfaces.into_iter().map(|(i, n)| ((Some(t.key), i), n)));
     }
