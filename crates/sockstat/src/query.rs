@@ -77,22 +77,17 @@ impl PortSet {
             }
             ranges.push((lo, hi));
         }
-        ranges.sort_unstable();
-        // Merge overlapping and adjacent ranges so the kernel program stays small.
-        let mut merged: Vec<(u16, u16)> = Vec::with_capacity(ranges.len());
-        for (lo, hi) in ranges {
-            match merged.last_mut() {
-                Some(last) if u32::from(lo) <= u32::from(last.1) + 1 => last.1 = last.1.max(hi),
-                _ => merged.push((lo, hi)),
-            }
-        }
-        Ok(PortSet { ranges: merged })
+        // Merged so the kernel program stays small.
+        Ok(PortSet {
+            ranges: sockstat_wire::sysctl::merge_ranges(ranges),
+        })
     }
 
-    /// A set from sorted, merged inclusive ranges (as `sockstat_wire::sysctl::port_list`
-    /// returns them).
+    /// A set of these inclusive ranges (sorted and merged here).
     pub fn from_ranges(ranges: Vec<(u16, u16)>) -> PortSet {
-        PortSet { ranges }
+        PortSet {
+            ranges: sockstat_wire::sysctl::merge_ranges(ranges),
+        }
     }
 
     /// The merged, sorted inclusive ranges.

@@ -80,6 +80,12 @@ pub fn port_list(text: &str) -> Result<Vec<(u16, u16)>, DecodeError> {
         }
         ranges.push((lo, hi));
     }
+    Ok(merge_ranges(ranges))
+}
+
+/// Inclusive port ranges sorted, with overlapping and adjacent ones merged (the form a port
+/// list is kept in, so a kernel filter program built from it stays small).
+pub fn merge_ranges(mut ranges: Vec<(u16, u16)>) -> Vec<(u16, u16)> {
     ranges.sort_unstable();
     let mut merged: Vec<(u16, u16)> = Vec::with_capacity(ranges.len());
     for (lo, hi) in ranges {
@@ -88,7 +94,7 @@ pub fn port_list(text: &str) -> Result<Vec<(u16, u16)>, DecodeError> {
             _ => merged.push((lo, hi)),
         }
     }
-    Ok(merged)
+    merged
 }
 
 #[cfg(test)]
