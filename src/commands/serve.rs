@@ -455,26 +455,20 @@ mod tests {
         sockstat::Socket {
             id: Some(inode),
             cookie: Some(inode),
-            proto: Proto::Tcp,
-            family: Family::Inet,
-            sock_type: SockType::Stream,
-            state,
-            local: Endpoint::Inet {
-                addr: "127.0.0.1".parse().unwrap(),
-                port: 8080,
-            },
-            remote: None,
-            recv_q: 0,
             send_q: 128,
             uid: Some(0),
             owners_status: OwnersStatus::NotRequested,
-            owners: vec![],
-            timer: None,
-            netns: None,
-            tcp: None,
-            memory: None,
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..sockstat::Socket::new(
+                Proto::Tcp,
+                Family::Inet,
+                SockType::Stream,
+                state,
+                Endpoint::Inet {
+                    addr: "127.0.0.1".parse().unwrap(),
+                    port: 8080,
+                },
+                None,
+            )
         }
     }
 

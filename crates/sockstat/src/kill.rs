@@ -496,7 +496,7 @@ pub fn command_for(target: &Target<'_>, zone: Option<&crate::zone::Zone>) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{OwnersStatus, SockType};
+    use crate::model::SockType;
     use std::net::Ipv4Addr;
 
     fn sock(proto: Proto, state: State, local: (&str, u16), remote: Option<(&str, u16)>) -> Socket {
@@ -507,27 +507,19 @@ mod tests {
         Socket {
             id: Some(1),
             cookie: Some(local.1 as u64 * 1000 + remote.map_or(0, |r| r.1 as u64)),
-            proto,
-            family: Family::Inet,
-            sock_type: if proto == Proto::Tcp {
-                SockType::Stream
-            } else {
-                SockType::Dgram
-            },
-            state,
-            local: ep(local),
-            remote: remote.map(ep),
-            recv_q: 0,
-            send_q: 0,
             uid: Some(0),
-            owners_status: OwnersStatus::None,
-            owners: vec![],
-            timer: None,
-            netns: None,
-            tcp: None,
-            memory: None,
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                proto,
+                Family::Inet,
+                if proto == Proto::Tcp {
+                    SockType::Stream
+                } else {
+                    SockType::Dgram
+                },
+                state,
+                ep(local),
+                remote.map(ep),
+            )
         }
     }
 

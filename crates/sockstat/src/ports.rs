@@ -896,39 +896,29 @@ impl PortsReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::{Family, OwnersStatus, SockType, Timer};
+    use crate::model::{Family, SockType, Timer};
 
     pub(crate) fn sock(state: State, local: (&str, u16), remote: Option<(&str, u16)>) -> Socket {
         Socket {
-            id: None,
-            cookie: None,
-            proto: Proto::Tcp,
-            family: Family::Inet,
-            sock_type: SockType::Stream,
-            state,
-            local: Endpoint::Inet {
-                addr: local.0.parse().unwrap(),
-                port: local.1,
-            },
-            remote: remote.map(|(a, p)| Endpoint::Inet {
-                addr: a.parse().unwrap(),
-                port: p,
-            }),
-            recv_q: 0,
-            send_q: 0,
-            uid: None,
-            owners_status: OwnersStatus::None,
-            owners: vec![],
             timer: (state == State::TimeWait).then_some(Timer {
                 kind: TIMER_TIME_WAIT,
                 expires_ms: 30_000,
                 retrans: 0,
             }),
-            netns: None,
-            tcp: None,
-            memory: None,
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                Proto::Tcp,
+                Family::Inet,
+                SockType::Stream,
+                state,
+                Endpoint::Inet {
+                    addr: local.0.parse().unwrap(),
+                    port: local.1,
+                },
+                remote.map(|(a, p)| Endpoint::Inet {
+                    addr: a.parse().unwrap(),
+                    port: p,
+                }),
+            )
         }
     }
 

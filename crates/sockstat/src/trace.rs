@@ -264,25 +264,8 @@ mod tests {
         Socket {
             id: Some(1),
             cookie: Some(cookie),
-            proto: Proto::Tcp,
-            family: Family::Inet,
-            sock_type: SockType::Stream,
-            state: State::Established,
-            local: Endpoint::Inet {
-                addr: "192.0.2.1".parse().unwrap(),
-                port: 40000,
-            },
-            remote: Some(Endpoint::Inet {
-                addr: "198.51.100.2".parse().unwrap(),
-                port: 5001,
-            }),
-            recv_q: 0,
-            send_q: 0,
             uid: Some(0),
             owners_status: OwnersStatus::NotRequested,
-            owners: vec![],
-            timer: None,
-            netns: None,
             tcp: Some(Box::new(TcpDetails {
                 info: TcpInfo::from_bytes(&raw),
                 congestion: Some("cubic".into()),
@@ -299,8 +282,20 @@ mod tests {
                 backlog_bytes: None,
                 drops: None,
             })),
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                Proto::Tcp,
+                Family::Inet,
+                SockType::Stream,
+                State::Established,
+                Endpoint::Inet {
+                    addr: "192.0.2.1".parse().unwrap(),
+                    port: 40000,
+                },
+                Some(Endpoint::Inet {
+                    addr: "198.51.100.2".parse().unwrap(),
+                    port: 5001,
+                }),
+            )
         }
     }
 

@@ -245,27 +245,26 @@ impl TcpBuilder {
         Socket {
             id: Some(cookie),
             cookie: Some(cookie),
-            proto: Proto::Tcp,
-            family: Family::Inet,
-            sock_type: SockType::Stream,
-            state: self.state,
-            local: self.local,
-            remote: self.remote,
             recv_q: self.recv_q,
             send_q: self.send_q,
             uid: Some(1000),
             owners_status: OwnersStatus::Known,
             owners: vec![Owner { pid: 100, fd: 3 }],
             timer: self.timer,
-            netns: None,
             tcp: Some(Box::new(TcpDetails {
                 info: TcpInfo::from_bytes(&b),
                 congestion: Some("bbr".into()),
                 bbr: None,
             })),
             memory: self.memory.map(Box::new),
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                Proto::Tcp,
+                Family::Inet,
+                SockType::Stream,
+                self.state,
+                self.local,
+                self.remote,
+            )
         }
     }
 }

@@ -150,26 +150,19 @@ pub(crate) mod tests {
         Socket {
             id: Some(id),
             cookie,
-            proto: Proto::Tcp,
-            family: Family::Inet,
-            sock_type: SockType::Stream,
-            state: State::Listen,
-            local: Endpoint::Inet {
-                addr: "127.0.0.1".parse::<IpAddr>().unwrap(),
-                port,
-            },
-            remote: None,
-            recv_q: 0,
             send_q: 128,
             uid: Some(0),
-            owners_status: OwnersStatus::None,
-            owners: Vec::new(),
-            timer: None,
-            netns: None,
-            tcp: None,
-            memory: None,
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                Proto::Tcp,
+                Family::Inet,
+                SockType::Stream,
+                State::Listen,
+                Endpoint::Inet {
+                    addr: "127.0.0.1".parse::<IpAddr>().unwrap(),
+                    port,
+                },
+                None,
+            )
         }
     }
 

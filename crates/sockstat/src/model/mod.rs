@@ -522,6 +522,40 @@ pub struct Socket {
 }
 
 impl Socket {
+    /// A socket with these identifying fields and nothing else known yet: no inode or cookie,
+    /// empty queues, no uid, no holders (`none`), no timer, zone or details. Gatherers and
+    /// tests fill in the rest.
+    pub fn new(
+        proto: Proto,
+        family: Family,
+        sock_type: SockType,
+        state: State,
+        local: Endpoint,
+        remote: Option<Endpoint>,
+    ) -> Socket {
+        Socket {
+            id: None,
+            cookie: None,
+            proto,
+            family,
+            sock_type,
+            state,
+            local,
+            remote,
+            recv_q: 0,
+            send_q: 0,
+            uid: None,
+            owners_status: OwnersStatus::None,
+            owners: Vec::new(),
+            timer: None,
+            netns: None,
+            tcp: None,
+            memory: None,
+            cgroup_id: None,
+            bound_ifindex: None,
+        }
+    }
+
     /// True when the socket has a remote end (connected, or in a connection state).
     pub fn is_connected(&self) -> bool {
         match self.state {

@@ -462,30 +462,26 @@ mod tests {
         Socket {
             id: Some(u64::from(port) + 1000),
             cookie: Some(u64::from(port)),
-            proto,
-            family: if addr.contains(':') {
-                Family::Inet6
-            } else {
-                Family::Inet
-            },
-            sock_type: SockType::Stream,
-            state,
-            local: Endpoint::Inet {
-                addr: addr.parse().unwrap(),
-                port,
-            },
-            remote: None,
             recv_q: q.0,
             send_q: q.1,
             uid: Some(0),
             owners_status: OwnersStatus::Known,
             owners: vec![Owner { pid: 7, fd: 3 }],
-            timer: None,
-            netns: None,
-            tcp: None,
-            memory: None,
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                proto,
+                if addr.contains(':') {
+                    Family::Inet6
+                } else {
+                    Family::Inet
+                },
+                SockType::Stream,
+                state,
+                Endpoint::Inet {
+                    addr: addr.parse().unwrap(),
+                    port,
+                },
+                None,
+            )
         }
     }
 

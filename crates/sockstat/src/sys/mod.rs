@@ -566,23 +566,14 @@ mod sort_tests {
         Socket {
             id: Some(id),
             cookie: Some(id),
-            proto,
-            family,
-            sock_type: SockType::Stream,
-            state: State::Established,
-            local,
-            remote,
-            recv_q: 0,
-            send_q: 0,
-            uid: None,
-            owners_status: OwnersStatus::None,
-            owners: Vec::new(),
-            timer: None,
-            netns: None,
-            tcp: None,
-            memory: None,
-            cgroup_id: None,
-            bound_ifindex: None,
+            ..Socket::new(
+                proto,
+                family,
+                SockType::Stream,
+                State::Established,
+                local,
+                remote,
+            )
         }
     }
 
