@@ -218,7 +218,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l id -d 'Only 
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l cookie -d 'Only the socket with this cookie ("cookie" in JSON, `sockstat --events`)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s o -l output -d 'Write the picture to FILE (SVG)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l interval -d 'Seconds between samples (fractions allowed, 0.001 to 60)' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l duration -d 'How long to trace, in seconds (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l duration -d 'How long to trace, in seconds from the connection\'s first sample, and how long to wait for one to match (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s 4 -d 'Show IPv4 sockets'

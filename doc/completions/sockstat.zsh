@@ -251,7 +251,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '-o+[Write the picture to FILE (SVG)]:FILE:_files' \
 '--output=[Write the picture to FILE (SVG)]:FILE:_files' \
 '--interval=[Seconds between samples (fractions allowed, 0.001 to 60)]:SECONDS:_default' \
-'--duration=[How long to trace, in seconds (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)]:SECONDS:_default' \
+'--duration=[How long to trace, in seconds from the connection'\''s first sample, and how long to wait for one to match (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)]:SECONDS:_default' \
 '--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '-4[Show IPv4 sockets]' \

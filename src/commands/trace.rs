@@ -64,8 +64,9 @@ pub struct TraceArgs {
     /// Seconds between samples (fractions allowed, 0.001 to 60).
     #[arg(long, value_name = "SECONDS", default_value = "0.05", value_parser = sample_interval, help_heading = "Trace")]
     pub interval: f64,
-    /// How long to trace, in seconds (the trace also ends when the connection closes or on
-    /// Ctrl-C; what was sampled is still drawn).
+    /// How long to trace, in seconds from the connection's first sample, and how long to wait
+    /// for one to match (the trace also ends when the connection closes or on Ctrl-C; what was
+    /// sampled is still drawn).
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::output::parse_seconds, help_heading = "Trace")]
     pub duration: f64,
     /// Print each sample as a JSON line on stdout as it is taken, then one line with the
@@ -119,7 +120,9 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
 
     let stop = crate::watch::stop_flag()?;
     let interval = Duration::from_secs_f64(a.interval);
-    let deadline = Instant::now() + Duration::from_secs_f64(a.duration);
+    // Waiting for the connection and then tracing it each get --duration: a slow first
+    // collection (a host with many open files) does not eat the trace's window.
+    let mut deadline = Instant::now() + Duration::from_secs_f64(a.duration);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut trace: Option<Trace> = None;
@@ -152,6 +155,7 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                     1 => {
                         let s = found[0];
                         start = Instant::now();
+                        deadline = start + Duration::from_secs_f64(a.duration);
                         title = describe(&snap, s);
                         let mut t = Trace::new(s);
                         if let Some(p) = Point::of(s, 0.0) {

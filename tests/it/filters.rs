@@ -577,8 +577,15 @@ fn user_filter_by_name_and_uid_and_kernel_uid_of_unowned_sockets() {
     let t = out.table();
     assert_eq!(t.rows.len(), 4, "{}", out.stdout);
     assert!(t.rows.iter().all(|r| r[0] == "nobody"), "{}", out.stdout);
-    let unowned = t.rows_where("PID", "?");
+    // The connection waiting in the accept queue: no process can hold it yet.
+    let unowned = t.rows_where("PID", "-");
     assert_eq!(unowned.len(), 1, "{}", out.stdout);
+    assert_eq!(
+        unowned[0][t.col("COMMAND")],
+        "(accept-queue)",
+        "{}",
+        out.stdout
+    );
     // AND with --pid: the unowned socket has no holder, so it goes.
     let v = sockstat(&["--user", "nobody", "--pid", &nobody.pids(), "-p", &ports]).json();
     assert_eq!(sockets(&v).len(), 3, "{v:#}");

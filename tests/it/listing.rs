@@ -372,10 +372,10 @@ fn time_wait_is_listed_without_owner() {
         assert_eq!(
             plain,
             vec![row(&[
-                "?",
-                "?",
-                "?",
-                "?",
+                "-",
+                "(time-wait)",
+                "-",
+                "-",
                 proto,
                 &addr_cell(tw.local.as_ref()),
                 &addr_cell(tw.peer.as_ref()),

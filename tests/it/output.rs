@@ -275,8 +275,8 @@ fn color_always_never_auto_and_no_color() {
         out.stdout
     );
     assert!(
-        out.stdout.contains("\x1b[2m?\x1b[0m"),
-        "unknown holder dimmed: {:?}",
+        out.stdout.contains("\x1b[2m(time-wait)\x1b[0m"),
+        "a holder-less row dimmed: {:?}",
         out.stdout
     );
     // --color always with NO_COLOR: the explicit flag wins.

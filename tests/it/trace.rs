@@ -192,8 +192,10 @@ fn a_closed_connection_ends_the_trace() {
     closer.join().unwrap();
     let lines = json_lines(&out);
     let last = lines.last().unwrap();
+    // Closed 0.7 s after the trace was started; the trace's clock starts at its first sample,
+    // which a busy host's first owner scan delays.
     let closed = last["closed_at_s"].as_f64().expect("closed_at_s");
-    assert!((0.3..10.0).contains(&closed), "{last}");
+    assert!(closed > 0.0 && closed < 10.0, "{last}");
 }
 
 #[test]

@@ -437,10 +437,11 @@ impl Filler<'_, '_> {
     fn fill(&mut self, col: Col, index: usize, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
         let snap = self.snap;
         let process = o.and_then(|o| snap.process(o.pid));
-        // A socket only the kernel holds (a TIME-WAIT entry, a request socket, an orphan being
-        // closed: no inode, so no fd can point at it) is named by its state, `(time-wait)`,
-        // with `-` for the user, pid and fd: recognisable without -s, and never taken for a
-        // connection whose holder is unknown (`?`).
+        // A socket only the kernel holds (a TIME-WAIT entry, a request socket, a connection
+        // waiting in a listener's accept queue, an orphan being closed: no inode, so no fd can
+        // point at it) is named by its state, `(time-wait)`, `(accept-queue)`, with `-` for the
+        // user, pid and fd: recognisable without -s, and never taken for a connection whose
+        // holder is unknown (`?`).
         let kernel_only = o.is_none() && s.id.is_none();
         let cell = &mut self.cell;
         let holders = &self.holders;
@@ -465,10 +466,14 @@ impl Filler<'_, '_> {
             },
             Col::Command => match process.and_then(|p| p.command.as_ref()) {
                 Some(c) => cell.push_str(&sanitize::for_terminal(c.as_bytes())),
-                None if kernel_only => {
-                    let state = s.state.name().to_ascii_lowercase().replace('_', "-");
-                    let _ = write!(cell, "({state})");
-                }
+                None if kernel_only => match s.state {
+                    // A connection the kernel completed that the listener has not accepted.
+                    State::Established | State::CloseWait => cell.push_str("(accept-queue)"),
+                    state => {
+                        let state = state.name().to_ascii_lowercase().replace('_', "-");
+                        let _ = write!(cell, "({state})");
+                    }
+                },
                 None => cell.push('?'),
             },
             Col::Pid => match o {
