@@ -215,34 +215,54 @@ pub struct ListeningPort {
 /// Every listening inet socket (TCP LISTEN, bound unconnected UDP) with the processes that
 /// hold it, sorted by protocol, address and port. This is what a "get open ports" call should
 /// return: listeners only (not client ports), every holder (not the last one seen).
+///
+/// What could not be seen (owners hidden from these privileges, a protocol the kernel lacks)
+/// is dropped here; to keep it, collect [`ListeningPort::query`] yourself and read
+/// [`Snapshot::warnings`] beside [`ListeningPort::from_snapshot`].
 pub fn listening_ports() -> Result<Vec<ListeningPort>, Error> {
-    let mut q = Query::new();
-    q.listening = true;
-    q.families.unix = false;
-    q.resolve_users = false;
-    let snap = collect(&q)?;
-    Ok(snap
-        .sockets
-        .iter()
-        .filter_map(|s| match s.local {
-            Endpoint::Inet { addr, port } if s.proto != Proto::Raw => Some(ListeningPort {
-                proto: s.proto,
-                address: addr,
-                port,
-                inode: s.id,
-                processes: s
-                    .owners
-                    .iter()
-                    .map(|o| {
-                        let cmd = snap
-                            .process(o.pid)
-                            .and_then(|p| p.command.as_ref())
-                            .map(|c| c.to_string_lossy().into_owned());
-                        (o.pid, cmd)
+    Ok(ListeningPort::from_snapshot(&collect(
+        &ListeningPort::query(),
+    )?))
+}
+
+impl ListeningPort {
+    /// The query [`listening_ports`] runs: listening sockets of the inet families, with
+    /// owners, without user names.
+    pub fn query() -> Query {
+        let mut q = Query::new();
+        q.listening = true;
+        q.families.unix = false;
+        q.resolve_users = false;
+        q
+    }
+
+    /// The listening ports of a snapshot taken with [`ListeningPort::query`] (raw sockets,
+    /// whose "port" is an IP protocol number, are left out).
+    pub fn from_snapshot(snap: &Snapshot) -> Vec<ListeningPort> {
+        snap.sockets
+            .iter()
+            .filter_map(|s| match s.local {
+                Endpoint::Inet { addr, port } if s.proto != Proto::Raw && s.is_listening() => {
+                    Some(ListeningPort {
+                        proto: s.proto,
+                        address: addr,
+                        port,
+                        inode: s.id,
+                        processes: s
+                            .owners
+                            .iter()
+                            .map(|o| {
+                                let cmd = snap
+                                    .process(o.pid)
+                                    .and_then(|p| p.command.as_ref())
+                                    .map(|c| c.to_string_lossy().into_owned());
+                                (o.pid, cmd)
+                            })
+                            .collect(),
                     })
-                    .collect(),
-            }),
-            _ => None,
-        })
-        .collect())
+                }
+                _ => None,
+            })
+            .collect()
+    }
 }

@@ -296,6 +296,19 @@ fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
     }
 }
 
+/// One socket as the listing document's object for it, ready for any serde serializer: what
+/// [`write`] prints for `s`, for callers that build other representations of the same contract
+/// (the Python package makes its objects from it). `opts` selects the optional parts as in
+/// [`write`].
+pub fn socket_object<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> impl Serialize + 'a {
+    socket(snap, s, opts)
+}
+
+/// One warning as the documents' `warnings` array holds it (`details` only when `verbose`).
+pub fn warning_object(w: &Warning, verbose: bool) -> impl Serialize + '_ {
+    warning(w, verbose)
+}
+
 /// Writes the warnings array (shared by every JSON document sockstat prints).
 pub fn write_warnings(warnings: &[Warning], verbose: bool, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"\"warnings\":[")?;

@@ -1,0 +1,87 @@
+//! `sockstat._native`: the sockstat library for Python. The package's public functions
+//! (`sockstat/__init__.py`) check and normalize their keyword arguments and call these; this
+//! crate gathers with the GIL released and turns the library's model into Python objects.
+//!
+//! - [`sockets`] and [`listening_ports`]: the listing, as the JSON contract's objects
+//!   ([`objects`]).
+//! - [`connections::net_connections`]: psutil's rows, built straight from the model.
+//! - [`sampled`]: `ports`, `counters`, `diagnose` (the entry points that sample over time).
+
+mod connections;
+mod objects;
+mod query;
+mod sampled;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use query::{error, Details, Filters};
+
+/// The listing's sockets as `sockstat.Socket` objects, and the gathering's warnings:
+/// `(sockets, warnings)`.
+#[pyfunction]
+fn sockets<'py>(
+    py: Python<'py>,
+    filters: Filters,
+    details: Details,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut q = filters.query()?;
+    q.args = details.args;
+    q.resolve_users = details.resolve_users;
+    q.tcp_info = details.tcp_info;
+    q.congestion = details.congestion;
+    q.memory = details.memory;
+    q.cgroups = details.cgroup;
+    let snap = py.detach(|| sockstat::collect(&q)).map_err(error)?;
+    let mut opts = sockstat::render::Options::new();
+    opts.args = details.args;
+    opts.tcp = details.tcp_info;
+    opts.congestion = details.congestion;
+    opts.memory = details.memory;
+    opts.cgroup = details.cgroup;
+    opts.verbose = true;
+    let _gc = objects::GcPause::new(py)?;
+    let list = PyList::empty(py);
+    for s in &snap.sockets {
+        let view = sockstat::render::json::socket_object(&snap, s, &opts);
+        list.append(objects::to_py(py, &view)?)?;
+    }
+    PyTuple::new(
+        py,
+        [
+            list.into_any(),
+            objects::warnings(py, &snap.warnings)?.into_any(),
+        ],
+    )
+}
+
+/// Every listening inet socket with its holders (`sockstat::ListeningPort`), and the
+/// gathering's warnings: `(ports, warnings)`.
+#[pyfunction]
+fn listening_ports(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
+    let snap = py
+        .detach(|| sockstat::collect(&sockstat::ListeningPort::query()))
+        .map_err(error)?;
+    let ports = sockstat::ListeningPort::from_snapshot(&snap);
+    let _gc = objects::GcPause::new(py)?;
+    PyTuple::new(
+        py,
+        [
+            objects::to_py(py, &ports)?,
+            objects::warnings(py, &snap.warnings)?.into_any(),
+        ],
+    )
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(sockets, m)?)?;
+    m.add_function(wrap_pyfunction!(listening_ports, m)?)?;
+    m.add_function(wrap_pyfunction!(connections::net_connections, m)?)?;
+    m.add_function(wrap_pyfunction!(sampled::ports, m)?)?;
+    m.add_function(wrap_pyfunction!(sampled::counters, m)?)?;
+    m.add_function(wrap_pyfunction!(sampled::diagnose, m)?)?;
+    m.add_function(wrap_pyfunction!(sampled::parse_bandwidth, m)?)?;
+    Ok(())
+}

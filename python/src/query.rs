@@ -1,0 +1,150 @@
+//! The Python keyword arguments as a [`Query`], parsed by the library's own parsers so that a
+//! bad value gets the command's message, and the library's errors as the Python exceptions a
+//! caller expects.
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+use sockstat::query::{parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch};
+use sockstat::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
+
+/// The filters, as `sockstat/__init__.py` passes them: a dict with every key, lists already
+/// joined into the command line's comma-separated form.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct Filters {
+    families: Option<Vec<String>>,
+    protos: Option<String>,
+    connected: bool,
+    listening: bool,
+    no_loopback: bool,
+    ports: Option<String>,
+    src: Option<String>,
+    dst: Option<String>,
+    states: Option<String>,
+    pids: Option<String>,
+    user: Option<String>,
+    command: Option<String>,
+    owners: bool,
+    zone: Option<String>,
+    all_zones: bool,
+    source: String,
+    owner_scan: String,
+}
+
+/// What to gather beyond the listing's columns (`sockets()` only).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct Details {
+    pub args: bool,
+    pub resolve_users: bool,
+    pub tcp_info: bool,
+    pub congestion: bool,
+    pub memory: bool,
+    pub cgroup: bool,
+}
+
+fn bad(message: String) -> PyErr {
+    PyValueError::new_err(FilterError::from_message(message).to_string())
+}
+
+fn filter<T>(r: Result<T, FilterError>) -> PyResult<T> {
+    r.map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+impl Filters {
+    /// The query these filters describe (what `sockstat`'s flags of the same names build).
+    pub fn query(&self) -> PyResult<Query> {
+        let mut q = Query::new();
+        if let Some(fams) = &self.families {
+            q.families.inet = false;
+            q.families.inet6 = false;
+            q.families.unix = false;
+            for f in fams {
+                match f.as_str() {
+                    "inet" => q.families.inet = true,
+                    "inet6" => q.families.inet6 = true,
+                    "unix" => q.families.unix = true,
+                    other => {
+                        return Err(bad(format!(
+                            "unknown family '{other}': choose from inet, inet6, unix"
+                        )))
+                    }
+                }
+            }
+            if fams.is_empty() {
+                return Err(bad(
+                    "empty family list: give inet, inet6 or unix, or None for all three".into(),
+                ));
+            }
+        }
+        q.protos = filter(self.protos.as_deref().map(parse_protos).transpose())?;
+        q.connected = self.connected;
+        q.listening = self.listening;
+        q.no_loopback = self.no_loopback;
+        q.ports = filter(self.ports.as_deref().map(PortSet::parse).transpose())?;
+        q.src = filter(self.src.as_deref().map(parse_prefix).transpose())?;
+        q.dst = filter(self.dst.as_deref().map(parse_prefix).transpose())?;
+        q.states = filter(self.states.as_deref().map(parse_states).transpose())?;
+        q.pids = filter(self.pids.as_deref().map(parse_pids).transpose())?;
+        q.uid = filter(self.user.as_deref().map(sockstat::resolve_user).transpose())?;
+        q.command = filter(self.command.as_deref().map(CommandMatch::parse).transpose())?;
+        q.owners = self.owners;
+        if !q.owners && (q.pids.is_some() || q.command.is_some()) {
+            return Err(bad(
+                "pids and command need the owner scan; drop owners=False".into(),
+            ));
+        }
+        q.zones = match (&self.zone, self.all_zones) {
+            (Some(z), _) => ZoneSelect::Named(z.clone()),
+            (None, true) => ZoneSelect::All,
+            (None, false) => ZoneSelect::Current,
+        };
+        q.source = match self.source.as_str() {
+            "auto" => Source::Auto,
+            "netlink" => Source::Netlink,
+            "proc" => Source::Proc,
+            other => {
+                return Err(bad(format!(
+                    "unknown source '{other}': choose from auto, netlink, proc"
+                )))
+            }
+        };
+        q.owner_scan = match self.owner_scan.as_str() {
+            "auto" => OwnerScan::Auto,
+            "proc" => OwnerScan::Proc,
+            "bpf" => OwnerScan::Bpf,
+            other => {
+                return Err(bad(format!(
+                    "unknown owner scan '{other}': choose from auto, proc, bpf"
+                )))
+            }
+        };
+        Ok(q)
+    }
+}
+
+/// A library error as a Python exception: a bad filter value or an unknown zone is a
+/// `ValueError` with the command's message; a failed read an `OSError` carrying the errno when
+/// the message has one (so "Permission denied" is a `PermissionError`).
+pub fn error(e: sockstat::Error) -> PyErr {
+    match e {
+        sockstat::Error::Query(f) => PyValueError::new_err(f.to_string()),
+        e @ sockstat::Error::UnknownZone { .. } => PyValueError::new_err(e.to_string()),
+        other => os_error(other.to_string()),
+    }
+}
+
+/// `OSError(errno, message)` when `message` ends an `std::io::Error` text (`... (os error 13)`),
+/// which Python turns into the matching subclass (`PermissionError`, `FileNotFoundError`, ...);
+/// a plain `OSError(message)` otherwise. The library's errors carry text only for now.
+pub fn os_error(message: String) -> PyErr {
+    let errno = message
+        .rfind("(os error ")
+        .and_then(|i| message[i + 10..].split(')').next())
+        .and_then(|n| n.parse::<i32>().ok());
+    match errno {
+        Some(n) => PyOSError::new_err((n, message)),
+        None => PyOSError::new_err(message),
+    }
+}
