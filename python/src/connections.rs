@@ -132,12 +132,24 @@ struct Rows<'a, 'py> {
 }
 
 impl<'py> Rows<'_, 'py> {
+    /// An instance of a named tuple class, untracked by the cyclic garbage collector: it holds
+    /// only ints, strings, `socket` enum members and other such tuples, so it can never be part
+    /// of a reference cycle (CPython untracks plain tuples of that kind itself), and 100,000 rows
+    /// then cost later collections nothing.
     fn namedtuple(
         &self,
         class: &Py<PyType>,
         items: Bound<'py, PyTuple>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.c.tuple_new.bind(self.py).call1((class.bind(self.py), items))
+        let t = self
+            .c
+            .tuple_new
+            .bind(self.py)
+            .call1((class.bind(self.py), items))?;
+        // SAFETY: `t` is a live, GC-tracked tuple subclass instance that we own; untracking an
+        // object that cannot take part in a cycle is what the API is for.
+        unsafe { pyo3::ffi::PyObject_GC_UnTrack(t.as_ptr().cast()) };
+        Ok(t)
     }
 
     fn inet(&mut self, ep: Option<&Endpoint>) -> PyResult<Bound<'py, PyAny>> {
