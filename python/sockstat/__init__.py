@@ -345,7 +345,7 @@ def net_connections(kind: str = "inet") -> List[sconn]:
         ) from None
     rows, warned = _native.net_connections(inet=inet, inet6=inet6, unix=unix, tcp=tcp, udp=udp)
     _warn(warned)
-    return rows  # type: ignore[no-any-return]
+    return rows
 
 
 def listening_ports() -> Listing[ListeningPort]:
@@ -394,10 +394,15 @@ def ports(
     f = _filters(families=fams, no_loopback=no_loopback, ports=ports, src=src, dst=dst)
     doc, warned = _native.ports(f, _seconds("interval", interval))
     _warn(warned)
-    return doc  # type: ignore[no-any-return]
+    return doc
 
 
-def counters(interval: Optional[float] = None, *, all: bool = False) -> CountersReport:  # noqa: A002
+def counters(
+    interval: Optional[float] = None,
+    *,
+    all: bool = False,  # noqa: A002 - the command's --all
+    _proc_root: Optional[str] = None,  # tests: read counter files from this directory
+) -> CountersReport:
     """The kernel's TCP/IP counters (/proc/net/snmp, netstat, snmp6), by name.
 
     The document ``sockstat counters [SECONDS] --json`` prints (:class:`CountersReport`):
@@ -406,9 +411,9 @@ def counters(interval: Optional[float] = None, *, all: bool = False) -> Counters
     that are zero or did not move are left out (counted in ``hidden_zero``) unless ``all``.
     Each :class:`Counter` has its ``meaning`` and whether a rise means ``trouble``.
     """
-    doc = _native.counters(_seconds("interval", interval), bool(all))
+    doc = _native.counters(_seconds("interval", interval), bool(all), _proc_root)
     _warn(doc["warnings"])
-    return doc  # type: ignore[no-any-return]
+    return doc
 
 
 def diagnose(
@@ -451,10 +456,12 @@ def diagnose(
     else:
         bw = float(bandwidth)
     secs = _seconds("interval", interval)
+    if secs is None:
+        raise TypeError("interval: expected seconds as a number, not None")
     f = _filters(
         families, protos, connected, listening, no_loopback, ports, src, dst, states, pids,
         user, command, owners,
     )
     doc = _native.diagnose(f, secs, bw)
     _warn(doc["warnings"])
-    return doc  # type: ignore[no-any-return]
+    return doc

@@ -125,12 +125,19 @@ pub fn ports<'py>(
     )
 }
 
-/// `sockstat counters [SECONDS] [--all] --json` as a `CountersReport`.
+/// `sockstat counters [SECONDS] [--all] --json` as a `CountersReport`; `proc_root` (tests, as
+/// the command's hidden `--proc-root`) reads the counter files from another directory.
 #[pyfunction]
-#[pyo3(signature = (interval_s=None, all=false))]
-pub fn counters(py: Python<'_>, interval_s: Option<f64>, all: bool) -> PyResult<Bound<'_, PyDict>> {
+#[pyo3(signature = (interval_s=None, all=false, proc_root=None))]
+pub fn counters(
+    py: Python<'_>,
+    interval_s: Option<f64>,
+    all: bool,
+    proc_root: Option<std::path::PathBuf>,
+) -> PyResult<Bound<'_, PyDict>> {
     let wait = interval_s.map(interval).transpose()?;
-    let paths = ProcPaths::new(std::path::Path::new("/proc"));
+    let root = proc_root.unwrap_or_else(|| std::path::PathBuf::from("/proc"));
+    let paths = ProcPaths::new(&root);
     let report = py
         .detach(|| -> Result<CounterReport, sockstat::Error> {
             let first = sockstat::sys::counters::read(&paths)?;
