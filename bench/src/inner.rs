@@ -443,6 +443,24 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             }));
         }
     }
+    if a.mode == "warm"
+        && a.tools.iter().any(|t| t == "pycall")
+        && !crate::STOP.load(std::sync::atomic::Ordering::SeqCst)
+    {
+        if let Some(py) = &a.env.python {
+            let idle = wait_quiet(0.85, Duration::from_secs(90));
+            let ok = crate::pycall::run(py, &a.env.scripts, &a.dir, a.runs);
+            eprintln!(
+                "sockbench: python calls {} (idle {:.0}%)",
+                if ok {
+                    "done"
+                } else {
+                    "FAILED (see pycall.log)"
+                },
+                idle * 100.0
+            );
+        }
+    }
     let v = json!({"n": a.n, "procs": a.procs, "truth": tv, "checks": checks, "timings": timings,
                    "loadavg_start": load_start, "loadavg_end": load()});
     let _ = std::fs::write(

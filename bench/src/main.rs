@@ -16,6 +16,7 @@
 
 mod check;
 mod inner;
+mod pycall;
 mod report;
 mod tools;
 
@@ -51,13 +52,17 @@ pub struct Opts {
     pub cold: String,
     pub tools: Option<Vec<String>>,
     pub check_only: bool,
+    pub python: Option<PathBuf>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: sockbench run [--scales 1k,10k,100k,200k] [--runs N] [--out DIR] [--doc FILE|--no-doc]\n\
          \x20                [--sockstat PATH|--no-sockstat] [--no-build] [--cold all|sockstat|none] [--tools a,b,..]\n\
+         \x20                [--python PATH]   (psutil and the sockstat Python package: python3 by default)\n\
          \x20      sockbench report [--scales ..] [--out DIR] [--doc FILE]   (re-render from saved results)\n\
+         \x20      sockbench python --python PATH [--scales 1k,10k,100k] [--runs N]   (only the Python call rows,\n\
+         \x20                spliced into the doc's Python section)\n\
          \x20      sockbench check [-n SOCKETS] [-p PROCS] [--sockstat PATH|--no-sockstat] [--tools a,b,..]\n\
          scales: N or N:PROCS (1k=50, 10k=100, 60k=300, 100k=300, 200k=500 processes by default)"
     );
@@ -104,13 +109,16 @@ fn main() {
         cold: "all".into(),
         tools: None,
         check_only: cmd == "check",
+        python: None,
     };
     let (mut n, mut p) = (300usize, 10usize);
+    let mut scales_given = false;
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut v = || it.next().unwrap_or_else(|| usage());
         match a.as_str() {
             "--scales" => {
+                scales_given = true;
                 o.scales = v()
                     .split(',')
                     .map(|s| {
@@ -137,7 +145,20 @@ fn main() {
             "--no-build" => o.build = false,
             "--cold" => o.cold = v(),
             "--tools" => o.tools = Some(v().split(',').map(String::from).collect()),
+            "--python" => o.python = Some(PathBuf::from(v())),
             _ => usage(),
+        }
+    }
+    if cmd == "python" {
+        // Only the Python call rows, spliced into the existing doc (crate::pycall::splice).
+        o.tools = Some(vec!["pycall".into()]);
+        o.cold = "none".into();
+        o.build = false;
+        if o.out == root.join("bench/out") {
+            o.out = root.join("bench/out/python");
+        }
+        if !scales_given {
+            o.scales = vec![(1000, 50), (10000, 100), (100000, 300)];
         }
     }
     if o.check_only {
@@ -149,7 +170,7 @@ fn main() {
         }
     } else if cmd == "report" {
         std::process::exit(rerender(&o));
-    } else if cmd != "run" {
+    } else if cmd != "run" && cmd != "python" {
         usage();
     }
     unsafe {
@@ -171,7 +192,8 @@ fn outer(mut o: Opts) -> i32 {
             return 2;
         }
     }
-    if !o.check_only && which("hyperfine").is_none() {
+    let python_only = o.tools.as_deref() == Some(&["pycall".to_string()][..]);
+    if !o.check_only && !python_only && which("hyperfine").is_none() {
         eprintln!("sockbench: hyperfine not found: apt-get install hyperfine");
         return 2;
     }
@@ -233,7 +255,7 @@ fn outer(mut o: Opts) -> i32 {
             o.sockstat = None;
         }
     }
-    let env = tools::Env::detect(o.sockstat.clone(), &o.out);
+    let env = tools::Env::detect(o.sockstat.clone(), &o.out, o.python.as_deref());
     let all = tools::all_tools(&env);
     let selected: Vec<&tools::Tool> = all
         .iter()
@@ -248,7 +270,16 @@ fn outer(mut o: Opts) -> i32 {
         })
         .filter(|t| !o.check_only || t.check.is_some())
         .collect();
-    let ids: Vec<String> = selected.iter().map(|t| t.id.to_string()).collect();
+    let mut ids: Vec<String> = selected.iter().map(|t| t.id.to_string()).collect();
+    // The Python call rows are timed inside one interpreter, not by hyperfine (crate::pycall).
+    if env.pycall
+        && !o.check_only
+        && o.tools
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|x| x == "pycall"))
+    {
+        ids.push("pycall".into());
+    }
     eprintln!("sockbench: tools: {}", ids.join(" "));
     let mut results = Vec::new();
     let mut failed_checks = 0;
@@ -320,6 +351,9 @@ fn outer(mut o: Opts) -> i32 {
             0
         };
     }
+    if python_only {
+        return pycall::splice(&results, &o);
+    }
     let rep = report::render(&results, &env, &o);
     println!("{}", rep.summary);
     if let Some(doc) = &o.doc {
@@ -353,7 +387,11 @@ fn rerender(o: &Opts) -> i32 {
         eprintln!("sockbench: no results under {}", o.out.display());
         return 1;
     }
-    let env = tools::Env::detect(o.sockstat.clone().filter(|s| s.is_file()), &o.out);
+    let env = tools::Env::detect(
+        o.sockstat.clone().filter(|s| s.is_file()),
+        &o.out,
+        o.python.as_deref(),
+    );
     let rep = report::render(&scales, &env, o);
     println!("{}", rep.summary);
     if let Some(doc) = &o.doc {

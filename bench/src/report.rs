@@ -16,6 +16,8 @@ pub struct Scale {
     pub timings: BTreeMap<String, Value>,
     pub cold: BTreeMap<String, Value>,
     pub load: (String, String),
+    /// The Python call timings (`pycall.json`), when measured.
+    pub pycall: Option<Value>,
 }
 
 impl Scale {
@@ -71,6 +73,9 @@ pub fn load_scale(dir: &Path, n: usize, procs: usize) -> Option<Scale> {
             v["loadavg_start"].as_str().unwrap_or("").to_string(),
             v["loadavg_end"].as_str().unwrap_or("").to_string(),
         ),
+        pycall: std::fs::read_to_string(dir.join("pycall.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 
@@ -103,6 +108,11 @@ fn baseline_at(vals: &[f64; 4], n: usize) -> Option<(f64, bool)> {
         }
     }
     None
+}
+
+/// [`fmt_ms`] for the other modules of the runner.
+pub fn fmt_ms_pub(x: f64) -> String {
+    fmt_ms(x)
 }
 
 fn fmt_ms(x: f64) -> String {
@@ -233,6 +243,40 @@ fn targets(scales: &[Scale]) -> Vec<Target> {
             }
         }),
     });
+    // The Python package (issue 18): a Python call, interpreter start excluded.
+    let py = |n: usize, call: &str| {
+        at(n)
+            .and_then(|s| s.pycall.as_ref())
+            .and_then(|r| crate::pycall::median_ms(r, call))
+    };
+    for (n, want, name) in [
+        (
+            100_000,
+            10.0,
+            "100k: `sockstat.net_connections()` at least 10x faster than `psutil.net_connections()`",
+        ),
+        (
+            1_000,
+            1.0,
+            "1k: `sockstat.net_connections()` faster than `psutil.net_connections()`",
+        ),
+    ] {
+        let (ours, theirs) = (py(n, "sockstat-inet"), py(n, "psutil-inet"));
+        let r = ratio(theirs, ours);
+        v.push(Target {
+            name: name.into(),
+            value: r
+                .map(|r| {
+                    format!(
+                        "{r:.1}x ({} vs {} ms)",
+                        fmt_ms(theirs.unwrap()),
+                        fmt_ms(ours.unwrap())
+                    )
+                })
+                .unwrap_or("n/a (needs --python with both packages)".into()),
+            pass: r.map(|r| if want > 1.0 { r >= want } else { r > want }),
+        });
+    }
     v
 }
 
@@ -418,6 +462,13 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
         loads.join("; ")
     );
     }
+
+    // --- python
+    let py: Vec<(String, Value)> = scales
+        .iter()
+        .filter_map(|s| Some((scale_name(s.n), s.pycall.clone()?)))
+        .collect();
+    md.push_str(&crate::pycall::section(&py, fmt_ms, None));
 
     // --- cold
     if scales.iter().any(|s| !s.cold.is_empty()) {
@@ -785,7 +836,7 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
     let _ = writeln!(md, "## Reproduce\n");
     let _ = writeln!(
         md,
-        "As root on Linux, from the workspace root:\n\n```sh\napt-get update && apt-get install -y hyperfine sockstat lsof net-tools iproute2\npip install psutil\ncargo run --release -p sockstat-bench --bin sockbench -- run{}\n```\n",
+        "As root on Linux, from the workspace root:\n\n```sh\napt-get update && apt-get install -y hyperfine sockstat lsof net-tools iproute2 python3-venv\npython3 -m venv /tmp/sockbench-py && /tmp/sockbench-py/bin/pip install psutil ./python\ncargo run --release -p sockstat-bench --bin sockbench -- run --python /tmp/sockbench-py/bin/python{}\n```\n",
         if o.scales.len() == 4 && o.scales.iter().map(|x| x.0).eq([1000, 10000, 100000, 200000]) {
             String::new()
         } else {
@@ -798,7 +849,9 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          `--sockstat PATH` or `--no-sockstat` to change that), writes raw results to `bench/out/<scale>/` \
          (`main.json`, hyperfine JSON `hf-*.json`, `cold-*.json`, the generator's `truth-*.json`, the captured \
          tool outputs in `check/`) and this file. Options: `--scales 1k,10k,100k,200k` (N or N:PROCS), `--runs N`, \
-         `--cold all|sockstat|none`, `--tools id,id,...`, `--doc FILE|--no-doc`. Ctrl-C stops it; every \
+         `--cold all|sockstat|none`, `--tools id,id,...` (`pycall` for the Python calls), `--doc FILE|--no-doc`, \
+         `--python PATH` (the interpreter with psutil and, for the Python call rows, the sockstat package; \
+         `python3` by default). Ctrl-C stops it; every \
          namespace and process it made goes with it (`unshare --kill-child`, PR_SET_PDEATHSIG).\n\n\
          Only the correctness check, at a small scale: `cargo run --release -p sockstat-bench --bin sockbench -- check -n 300 -p 10`. \
          The workload alone, in the current namespace: `target/release/sockgen -n 10k -p 100 --truth truth.json` \
@@ -828,6 +881,10 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          * Everything in the benchmark namespaces runs at nice {} to shield it a little from other load on the machine, \
          and before each tool's series (and each cold run) the runner waits, up to 90 s, until the machine has been at \
          least 85 % idle for half a second (`idle_before` in main.json).\n\
+         * Python calls (with `--python`): after the hyperfine series, on the same table, one Python process \
+         (bench/src/pycall.rs) imports psutil and the sockstat package, makes one uncounted call of each, then \
+         `--runs` rounds of `net_connections()` of both for kinds `inet` and `all`, and `sockstat.sockets()`, \
+         timing each call alone with `time.perf_counter` and `time.process_time` after a `gc.collect()`.\n\
          * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n",
         crate::NICE
     );

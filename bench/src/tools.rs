@@ -54,6 +54,8 @@ pub struct Env {
     pub netstat: bool,
     pub lsof: bool,
     pub debsockstat: bool,
+    /// `python` imports the sockstat package too: the Python call rows (crate::pycall).
+    pub pycall: bool,
 }
 
 const PSUTIL_CALL: &str = "import psutil\npsutil.net_connections('all')\n";
@@ -66,7 +68,7 @@ for c in psutil.net_connections('all'):\n\
 print('\\n'.join(out))\n";
 
 impl Env {
-    pub fn detect(sockstat: Option<PathBuf>, scripts: &Path) -> Env {
+    pub fn detect(sockstat: Option<PathBuf>, scripts: &Path, python: Option<&Path>) -> Env {
         let exe = std::env::current_exe().expect("current_exe");
         let bin = exe.parent().unwrap().to_path_buf();
         let scripts = scripts.to_path_buf();
@@ -74,7 +76,7 @@ impl Env {
         let _ = std::fs::write(scripts.join("psutil_call.py"), PSUTIL_CALL);
         let _ = std::fs::write(scripts.join("psutil_print.py"), PSUTIL_PRINT);
         // the real interpreter (a pyenv shim would add its own start-up to every run)
-        let python = Command::new("python3")
+        let python = Command::new(python.unwrap_or(Path::new("python3")))
             .args(["-c", "import sys, psutil; print(sys.executable)"])
             .stderr(Stdio::null())
             .output()
@@ -83,6 +85,10 @@ impl Env {
             .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
         if python.is_none() {
             eprintln!("sockbench: python3 with psutil not found (pip install psutil): psutil rows skipped");
+        }
+        let pycall = python.as_deref().is_some_and(crate::pycall::available);
+        if python.is_some() && !pycall {
+            eprintln!("sockbench: this python cannot import the sockstat package (pip install ./python): Python call rows skipped");
         }
         let debsockstat = Path::new("/usr/bin/sockstat").is_file();
         if !debsockstat {
@@ -98,6 +104,7 @@ impl Env {
             netstat: crate::which("netstat").is_some(),
             lsof: crate::which("lsof").is_some(),
             debsockstat,
+            pycall,
         }
     }
 
@@ -110,6 +117,7 @@ impl Env {
             "python": p(&self.python),
             "scripts": self.scripts.display().to_string(),
             "ss": self.ss, "netstat": self.netstat, "lsof": self.lsof, "debsockstat": self.debsockstat,
+            "pycall": self.pycall,
         })
         .to_string()
     }
@@ -128,6 +136,7 @@ impl Env {
             netstat: b("netstat"),
             lsof: b("lsof"),
             debsockstat: b("debsockstat"),
+            pycall: b("pycall"),
         }
     }
 }

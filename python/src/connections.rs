@@ -80,10 +80,7 @@ fn consts(py: Python<'_>) -> PyResult<&Consts> {
         Ok(Consts {
             sconn: records.getattr("sconn")?.cast_into::<PyType>()?.unbind(),
             addr: records.getattr("addr")?.cast_into::<PyType>()?.unbind(),
-            tuple_new: py
-                .get_type::<PyTuple>()
-                .getattr("__new__")?
-                .unbind(),
+            tuple_new: py.get_type::<PyTuple>().getattr("__new__")?.unbind(),
             af_inet: s("AF_INET")?,
             af_inet6: s("AF_INET6")?,
             af_unix: s("AF_UNIX")?,
@@ -241,7 +238,10 @@ pub fn net_connections(
         }
         .bind(py);
         let (laddr, raddr) = if s.family == Family::Unix {
-            (rows.unix_local(&s.local)?, rows.unix_remote(s.remote.as_ref())?)
+            (
+                rows.unix_local(&s.local)?,
+                rows.unix_remote(s.remote.as_ref())?,
+            )
         } else {
             (rows.inet(Some(&s.local))?, rows.inet(s.remote.as_ref())?)
         };

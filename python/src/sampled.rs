@@ -39,7 +39,11 @@ struct PortsSample {
     counters: Option<CounterSet>,
 }
 
-fn ports_sample(q: &Query, paths: &ProcPaths, counters: bool) -> Result<PortsSample, sockstat::Error> {
+fn ports_sample(
+    q: &Query,
+    paths: &ProcPaths,
+    counters: bool,
+) -> Result<PortsSample, sockstat::Error> {
     let snap = sockstat::collect(q)?;
     let counters = if counters {
         Some(sockstat::sys::counters::read(paths)?.set)
