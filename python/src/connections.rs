@@ -121,14 +121,16 @@ fn fsdecode<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-/// Builds rows; caches address strings (many sockets share an address).
+/// Builds rows; caches address strings and unix names (many sockets share one: a listener's
+/// accepted sockets carry its path).
 struct Rows<'a, 'py> {
     py: Python<'py>,
     c: &'a Consts,
     ips: HashMap<IpAddr, Bound<'py, PyString>>,
+    names: HashMap<&'a UnixName, Bound<'py, PyAny>>,
 }
 
-impl<'py> Rows<'_, 'py> {
+impl<'a, 'py> Rows<'a, 'py> {
     /// An instance of a named tuple class, untracked by the cyclic garbage collector: it holds
     /// only ints, strings, `socket` enum members and other such tuples, so it can never be part
     /// of a reference cycle (CPython untracks plain tuples of that kind itself), and 100,000 rows
@@ -167,19 +169,29 @@ impl<'py> Rows<'_, 'py> {
         self.namedtuple(&self.c.addr, items)
     }
 
-    fn unix_local(&self, ep: &Endpoint) -> PyResult<Bound<'py, PyAny>> {
+    fn unix(&mut self, name: Option<&'a UnixName>) -> PyResult<Bound<'py, PyAny>> {
+        let Some(name) = name else {
+            return Ok(self.c.empty_str.bind(self.py).clone().into_any());
+        };
+        if let Some(v) = self.names.get(name) {
+            return Ok(v.clone());
+        }
+        let v = unix_name(self.py, name)?;
+        self.names.insert(name, v.clone());
+        Ok(v)
+    }
+
+    fn unix_local(&mut self, ep: &'a Endpoint) -> PyResult<Bound<'py, PyAny>> {
         match ep {
-            Endpoint::Unix(Some(name)) => unix_name(self.py, name),
-            _ => Ok(self.c.empty_str.bind(self.py).clone().into_any()),
+            Endpoint::Unix(name) => self.unix(name.as_ref()),
+            _ => self.unix(None),
         }
     }
 
-    fn unix_remote(&self, ep: Option<&Endpoint>) -> PyResult<Bound<'py, PyAny>> {
+    fn unix_remote(&mut self, ep: Option<&'a Endpoint>) -> PyResult<Bound<'py, PyAny>> {
         match ep {
-            Some(Endpoint::UnixPeer {
-                name: Some(name), ..
-            }) => unix_name(self.py, name),
-            _ => Ok(self.c.empty_str.bind(self.py).clone().into_any()),
+            Some(Endpoint::UnixPeer { name, .. }) => self.unix(name.as_ref()),
+            _ => self.unix(None),
         }
     }
 }
@@ -220,6 +232,7 @@ pub fn net_connections(
         py,
         c,
         ips: HashMap::new(),
+        names: HashMap::new(),
     };
     let list = PyList::empty(py);
     for s in &snap.sockets {

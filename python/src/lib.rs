@@ -41,11 +41,13 @@ fn sockets<'py>(
     opts.cgroup = details.cgroup;
     opts.verbose = true;
     let _gc = objects::GcPause::new(py)?;
-    let list = PyList::empty(py);
-    for s in &snap.sockets {
-        let view = sockstat::render::json::socket_object(&snap, s, &opts);
-        list.append(objects::to_py(py, &view)?)?;
-    }
+    let b = objects::Builder::new(py)?;
+    let items = snap
+        .sockets
+        .iter()
+        .map(|s| b.build(&sockstat::render::json::socket_object(&snap, s, &opts)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let list = PyList::new(py, items)?;
     PyTuple::new(
         py,
         [
@@ -67,7 +69,7 @@ fn listening_ports(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
     PyTuple::new(
         py,
         [
-            objects::to_py(py, &ports)?,
+            objects::Builder::new(py)?.build(&ports)?,
             objects::warnings(py, &snap.warnings)?.into_any(),
         ],
     )
