@@ -161,8 +161,8 @@ pub fn section(
     let _ = writeln!(
         md,
         "Each cell: the median wall time of the call in ms (min–max), inside one Python process that \
-         imported both packages first (interpreter start and imports not counted), on the same table \
-         as the rows above; then cpu ms (the process's user+system time during the call, both \
+         imported both packages first (interpreter start and imports not counted), on the scale's \
+         `sockgen` table (the workload below); then cpu ms (the process's user+system time during the call, both \
          threads of the owner scan included). One uncounted call each, then rounds of every call in \
          alternating order, a garbage collection before each call. sockstat's rows are one per (socket, \
          holder); psutil's one per socket (see python/README.md).\n"
@@ -289,11 +289,13 @@ pub fn splice(results: &[crate::report::Scale], o: &crate::Opts) -> i32 {
         .collect();
     let provenance = format!(
         "Measured by its own run, not the full run above: `cargo run --release -p sockstat-bench --bin sockbench -- \
-         python --python PY --scales {} --runs {}` (as root; PY a virtualenv's python with `pip install psutil ./python`), \
+         python --python PY --scales {}{}` (as root; PY a virtualenv's python with `pip install psutil ./python`), \
          at git {git}, each scale a fresh `sockgen` table in its own network and pid namespace as in [Method](#method). \
-         Host load average (1 min, 2 cores) at the start and end of each scale: {}.",
+         Host load average (1 min, 2 cores) at the start and end of each scale: {} (other work on \
+         the machine; the spread and the wall time above cpu time show it). Runs per cell: 15 at 1k \
+         and 10k, 9 at 100k, unless `--runs` says otherwise.",
         scales.join(","),
-        o.runs.map(|r| r.to_string()).unwrap_or_else(|| "(default: 15 at 1k and 10k, 9 at 100k)".into()),
+        o.runs.map(|r| format!(" --runs {r}")).unwrap_or_default(),
         loads.join("; ")
     );
     let text = section(&py, crate::report::fmt_ms_pub, Some(&provenance));
