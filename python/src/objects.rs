@@ -35,12 +35,9 @@ const CLASSES: &[(&str, &str)] = &[
     ("Zone", "Zone"),
     ("Memory", "Memory"),
     ("ListeningPort", "ListeningPort"),
-    ("PortsReport", "PortsReport"),
     ("Destination", "Destination"),
     ("Server", "Server"),
-    ("CounterReport", "CountersReport"),
     ("CounterRow", "Counter"),
-    ("DiagnoseDocument", "DiagnoseReport"),
 ];
 
 struct Classes {
@@ -433,14 +430,26 @@ impl<'py> ser::SerializeStructVariant for Map<'_, 'py> {
     }
 }
 
-/// A document (`ports`, `counters`, `diagnose`): `value` as its Record, `"version": 1` first,
-/// as the command's JSON begins.
-pub fn document<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py, PyDict>> {
+/// A document (`ports`, `counters`, `diagnose`): `value` as an instance of the
+/// `sockstat._records` class `class`, `"version": 1` first, as the command's JSON begins.
+pub fn document<'py>(
+    py: Python<'py>,
+    class: &str,
+    value: &impl Serialize,
+) -> PyResult<Bound<'py, PyDict>> {
     let b = Builder::new(py)?;
     let body = b.build(value)?.cast_into::<PyDict>()?;
-    let doc = body.get_type().call0()?.cast_into::<PyDict>()?;
+    let doc = py
+        .import("sockstat._records")?
+        .getattr(class)?
+        .call0()?
+        .cast_into::<PyDict>()?;
     doc.set_item("version", 1)?;
-    doc.update(body.as_mapping())?;
+    for (k, v) in body.iter() {
+        if !doc.contains(&k)? {
+            doc.set_item(k, v)?;
+        }
+    }
     Ok(doc)
 }
 

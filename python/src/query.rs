@@ -2,11 +2,11 @@
 //! bad value gets the command's message, and the library's errors as the Python exceptions a
 //! caller expects.
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use sockstat::query::{parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch};
-use sockstat::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
+use sockstat::{ErrorKind, FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 
 /// The filters, as `sockstat/__init__.py` passes them: a dict with every key, lists already
 /// joined into the command line's comma-separated form.
@@ -124,20 +124,38 @@ impl Filters {
     }
 }
 
-/// A library error as a Python exception: a bad filter value or an unknown zone is a
-/// `ValueError` with the command's message; a failed read an `OSError` carrying the errno when
-/// the message has one (so "Permission denied" is a `PermissionError`).
+/// A library error as the Python exception a caller expects, by its kind: bad input (a filter
+/// value, an unknown zone) is a `ValueError` with the command's message; a failed read an
+/// `OSError` with its errno, so that Python makes it the matching subclass (`PermissionError`
+/// for a denied one, `FileNotFoundError`, ...); a bug in sockstat a `RuntimeError`.
 pub fn error(e: sockstat::Error) -> PyErr {
-    match e {
-        sockstat::Error::Query(f) => PyValueError::new_err(f.to_string()),
-        e @ sockstat::Error::UnknownZone { .. } => PyValueError::new_err(e.to_string()),
-        other => os_error(other.to_string()),
+    let errno = match &e {
+        sockstat::Error::Proc(s) => s.errno(),
+        sockstat::Error::Dump { source, .. } => source.errno(),
+        _ => None,
+    };
+    let message = e.to_string();
+    match e.kind() {
+        ErrorKind::Invalid => PyValueError::new_err(message),
+        ErrorKind::Bug => PyRuntimeError::new_err(message),
+        kind => {
+            let errno = errno.or(match kind {
+                ErrorKind::Denied => Some(libc::EACCES),
+                ErrorKind::Gone => Some(libc::ENOENT),
+                _ => None,
+            });
+            match errno {
+                Some(n) => PyOSError::new_err((n, message)),
+                None => os_error(message),
+            }
+        }
     }
 }
 
 /// `OSError(errno, message)` when `message` ends an `std::io::Error` text (`... (os error 13)`),
-/// which Python turns into the matching subclass (`PermissionError`, `FileNotFoundError`, ...);
-/// a plain `OSError(message)` otherwise. The library's errors carry text only for now.
+/// which Python turns into the matching subclass; a plain `OSError(message)` otherwise. For
+/// failures the library reports as warnings (text) rather than errors, such as counter files
+/// that could not be read.
 pub fn os_error(message: String) -> PyErr {
     let errno = message
         .rfind("(os error ")

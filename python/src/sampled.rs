@@ -1,24 +1,22 @@
 //! `ports()`, `counters()` and `diagnose()`: the views that read the namespace's counters and
-//! sysctls and may sample twice over an interval. They assemble today's library entry points
-//! (`sockstat::ports::analyze` with the `sys::` readers, `sockstat::counters`,
-//! `sockstat::diagnose_connections`) for the namespace this process runs in, as the command
-//! does without `-z`/`-Z`; every such call stays in this file, which follows the library when
-//! those entry points become one sampler.
+//! sysctls and may sample twice over an interval, through the library's `Sampler` (and
+//! `diagnose_connections`) for the network namespace this process runs in, as the command does
+//! without `-z`/`-Z`. Every call of those entry points stays in this file.
 
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde::Serialize;
 
-use sockstat::counters::{CounterReport, CounterSet};
-use sockstat::ports::{analyze, finding_from_warning, PortsInput};
-use sockstat::sys::counters::ProcPaths;
-use sockstat::{Proto, Query, Snapshot};
+use sockstat::counters::{deltas, since_boot, CounterRow};
+use sockstat::ports::analyze_zone;
+use sockstat::{Proto, Query, Sample, Sampler, ZoneSample};
 
 use crate::objects::{document, warnings};
-use crate::query::{error, Filters};
+use crate::query::{error, os_error, Filters};
 
 /// The longest interval accepted, seconds (a day), as the command's `SECONDS`.
 const MAX_INTERVAL_S: f64 = 86_400.0;
@@ -34,23 +32,42 @@ fn interval(s: f64) -> PyResult<Duration> {
     }
 }
 
-struct PortsSample {
-    snap: Snapshot,
-    counters: Option<CounterSet>,
+/// One sample, or two `wait` apart (the wait counted from the first sample's start).
+fn samples(
+    sampler: &Sampler,
+    wait: Option<Duration>,
+) -> Result<(Option<Sample>, Sample), sockstat::Error> {
+    match wait {
+        None => Ok((None, sampler.sample()?)),
+        Some(d) => {
+            let a = sampler.sample()?;
+            std::thread::sleep(d.saturating_sub(a.taken.elapsed()));
+            let b = sampler.sample()?;
+            Ok((Some(a), b))
+        }
+    }
 }
 
-fn ports_sample(
-    q: &Query,
-    paths: &ProcPaths,
-    counters: bool,
-) -> Result<PortsSample, sockstat::Error> {
-    let snap = sockstat::collect(q)?;
-    let counters = if counters {
-        Some(sockstat::sys::counters::read(paths)?.set)
-    } else {
-        None
-    };
-    Ok(PortsSample { snap, counters })
+/// The zone this process runs in (the one zone of a sample without zones).
+fn own_zone(s: &Sample) -> PyResult<&ZoneSample> {
+    s.zones
+        .first()
+        .ok_or_else(|| os_error(format!("nothing could be read: {}", reasons(s))))
+}
+
+fn reasons(s: &Sample) -> String {
+    let why: Vec<String> = s
+        .warnings
+        .iter()
+        .flat_map(|w| {
+            if w.details.is_empty() {
+                vec![w.message.clone()]
+            } else {
+                w.details.clone()
+            }
+        })
+        .collect();
+    why.join("; ")
 }
 
 /// `sockstat ports --json` (`-4 -6 -L -p --src --dst --interval`) as a `PortsReport`, and
@@ -81,52 +98,30 @@ pub fn ports<'py>(
     filter.src = asked.src;
     filter.dst = asked.dst;
 
-    let paths = ProcPaths::new(&gather.proc_root);
-    let report = py
-        .detach(|| -> Result<_, sockstat::Error> {
-            let (first, last, interval_s) = match wait {
-                None => (None, ports_sample(&gather, &paths, false)?, None),
-                Some(d) => {
-                    let start = Instant::now();
-                    let a = ports_sample(&gather, &paths, true)?;
-                    std::thread::sleep(d);
-                    let b = ports_sample(&gather, &paths, true)?;
-                    (Some(a), b, Some(start.elapsed().as_secs_f64()))
-                }
-            };
-            let sysctls = sockstat::sys::sysctl::read_port_sysctls(&paths);
-            let time_wait_total = sockstat::sys::counters::read_time_wait_total(&paths);
-            let counters = match (&first, &last.counters) {
-                (
-                    Some(PortsSample {
-                        counters: Some(a), ..
-                    }),
-                    Some(b),
-                ) => Some((a, b)),
-                _ => None,
-            };
-            let mut report = analyze(&PortsInput {
-                snapshot: &last.snap,
-                earlier: first.as_ref().map(|s| &s.snap),
-                interval_s,
-                sysctls: &sysctls,
-                counters,
-                time_wait_total,
-                filter: Some(&filter),
-            });
-            report
-                .warnings
-                .extend(last.snap.warnings.iter().map(finding_from_warning));
-            Ok((report, last.snap.warnings))
-        })
-        .map_err(error)?;
+    let sampler = Sampler::new(&gather).sysctls(true).counters(wait.is_some());
+    let (first, last) = py.detach(|| samples(&sampler, wait)).map_err(error)?;
+    let interval_s = first.as_ref().map(|f| last.seconds_since(f));
+    let now = own_zone(&last)?;
+    let before = first.as_ref().and_then(|f| f.matching(now));
+    let report = analyze_zone(now, before, interval_s, Some(&filter));
+    let doc = document(
+        py,
+        "PortsReport",
+        &sockstat::render::ports::report_object(&report, &last.warnings),
+    )?;
     PyTuple::new(
         py,
-        [
-            document(py, &report.0)?.into_any(),
-            warnings(py, &report.1)?.into_any(),
-        ],
+        [doc.into_any(), warnings(py, &last.warnings)?.into_any()],
     )
+}
+
+/// The `sockstat counters --json` document.
+#[derive(Serialize)]
+struct CountersDocument<'a, W: Serialize> {
+    interval_s: Option<f64>,
+    counters: &'a [CounterRow],
+    hidden_zero: usize,
+    warnings: Vec<W>,
 }
 
 /// `sockstat counters [SECONDS] [--all] --json` as a `CountersReport`; `proc_root` (tests, as
@@ -137,35 +132,41 @@ pub fn counters(
     py: Python<'_>,
     interval_s: Option<f64>,
     all: bool,
-    proc_root: Option<std::path::PathBuf>,
+    proc_root: Option<PathBuf>,
 ) -> PyResult<Bound<'_, PyDict>> {
     let wait = interval_s.map(interval).transpose()?;
-    let root = proc_root.unwrap_or_else(|| std::path::PathBuf::from("/proc"));
-    let paths = ProcPaths::new(&root);
-    let report = py
-        .detach(|| -> Result<CounterReport, sockstat::Error> {
-            let first = sockstat::sys::counters::read(&paths)?;
-            let mut r = match wait {
-                None => {
-                    let mut r = sockstat::counters::since_boot(&first.set, all);
-                    r.warnings.extend(first.warnings);
-                    r
-                }
-                Some(d) => {
-                    let start = Instant::now();
-                    std::thread::sleep(d);
-                    let second = sockstat::sys::counters::read(&paths)?;
-                    let elapsed = start.elapsed().as_secs_f64();
-                    let mut r = sockstat::counters::deltas(&first.set, &second.set, elapsed, all);
-                    r.warnings.extend(second.warnings);
-                    r
-                }
-            };
-            r.warnings.dedup();
-            Ok(r)
-        })
-        .map_err(error)?;
-    document(py, &report)
+    let mut q = Query::new();
+    if let Some(root) = proc_root {
+        q.proc_root = root;
+    }
+    let sampler = Sampler::new(&q).sockets(false).sysctls(false);
+    let (first, last) = py.detach(|| samples(&sampler, wait)).map_err(error)?;
+    let now = own_zone(&last)?;
+    let unreadable = || os_error(format!("cannot read the counters: {}", reasons(&last)));
+    let set = now.counters.as_ref().ok_or_else(unreadable)?;
+    let mut report = match &first {
+        None => since_boot(set, all),
+        Some(f) => {
+            let earlier = f
+                .matching(now)
+                .and_then(|z| z.counters.as_ref())
+                .ok_or_else(unreadable)?;
+            deltas(earlier, set, last.seconds_since(f), all)
+        }
+    };
+    report.warnings.extend(last.warnings.iter().cloned());
+    report.warnings.dedup();
+    let doc = CountersDocument {
+        interval_s: report.interval_s,
+        counters: &report.counters,
+        hidden_zero: report.hidden_zero,
+        warnings: report
+            .warnings
+            .iter()
+            .map(|w| sockstat::render::json::warning_object(w, true))
+            .collect(),
+    };
+    document(py, "CountersReport", &doc)
 }
 
 /// The `sockstat diagnose --json` document.
@@ -206,7 +207,7 @@ pub fn diagnose<'py>(
             .map(|w| sockstat::render::json::warning_object(w, true))
             .collect(),
     };
-    document(py, &doc)
+    document(py, "DiagnoseReport", &doc)
 }
 
 /// Parses a bandwidth as `--bandwidth` does (`100Mbit`, `12.5MB/s`): bytes per second.

@@ -36,10 +36,12 @@ def is_root() -> bool:
 
 @pytest.fixture(scope="session")
 def sockstat_bin() -> Path:
-    """The command built from this repository: $SOCKSTAT_BIN, else target/{release,debug}."""
+    """The command built from this repository: $SOCKSTAT_BIN, else the newer of
+    target/release/sockstat and target/debug/sockstat."""
     env = os.environ.get("SOCKSTAT_BIN")
-    candidates = [Path(env)] if env else []
-    candidates += [REPO / "target" / "release" / "sockstat", REPO / "target" / "debug" / "sockstat"]
+    built = [REPO / "target" / "release" / "sockstat", REPO / "target" / "debug" / "sockstat"]
+    built = sorted((c for c in built if c.is_file()), key=lambda c: c.stat().st_mtime, reverse=True)
+    candidates = [Path(env)] if env else built
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return c

@@ -291,6 +291,16 @@ pub fn write_json(
     out.write_all(b"\n")
 }
 
+/// The report as the document [`write_json`] prints (`"version"` first, the findings and the
+/// gathering's warnings in `"warnings"`), ready for any serde serializer (the Python package
+/// makes its objects from it).
+pub fn report_object<'a>(
+    r: &'a PortsReport,
+    gathering: &'a [Warning],
+) -> impl serde::Serialize + 'a {
+    ReportDoc::new(r, gathering)
+}
+
 /// A report with its `"warnings"`.
 #[derive(serde::Serialize)]
 struct ReportDoc<'a> {
