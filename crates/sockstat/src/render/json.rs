@@ -297,9 +297,9 @@ fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
 }
 
 /// One socket as the listing document's object for it, ready for any serde serializer: what
-/// [`write`] prints for `s`, for callers that build other representations of the same contract
+/// [`write()`] prints for `s`, for callers that build other representations of the same contract
 /// (the Python package makes its objects from it). `opts` selects the optional parts as in
-/// [`write`].
+/// [`write()`].
 pub fn socket_object<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> impl Serialize + 'a {
     socket(snap, s, opts)
 }
