@@ -44,12 +44,11 @@ def test_listening_ports(sockstat_bin, closing, fork_holder):
         if s["proto"] != "raw"
     }
     ours = {(p.proto, p.address, p.port, p.inode): sorted(map(tuple, p.processes)) for p in found}
-    # Other sockets of the machine may come and go between the two looks; these may not.
+    # Only this test's listeners: other sockets of the machine (and their holders) may come
+    # and go between the two looks.
     for p in mine.values():
         k = (p.proto, p.address, p.port, p.inode)
         assert cli[k] == ours[k], k
-    for k in set(cli) & set(ours):
-        assert ours[k] == cli[k], k
 
 
 def test_counters_since_boot_and_over_an_interval(sockstat_bin):
