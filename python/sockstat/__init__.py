@@ -205,6 +205,7 @@ def _filters(
     all_zones: bool = False,
     source: str = "auto",
     owner_scan: str = "auto",
+    connected_to: Union[int, str, Iterable[Union[int, str]], None] = None,
 ) -> Dict[str, Any]:
     return {
         "families": _families(families),
@@ -219,6 +220,7 @@ def _filters(
         "pids": _csv("pids", pids),
         "user": _csv("user", user),
         "command": _text("command", command),
+        "connected_to": _csv("connected_to", connected_to),
         "owners": bool(owners),
         "zone": _text("zone", zone),
         "all_zones": bool(all_zones),
@@ -241,10 +243,12 @@ def sockets(
     pids: Union[int, str, Iterable[Union[int, str]], None] = None,
     user: Union[str, int, None] = None,
     command: Optional[str] = None,
+    connected_to: Union[int, str, Iterable[Union[int, str]], None] = None,
     owners: bool = True,
     args: bool = False,
     resolve_users: bool = True,
     tcp_info: bool = False,
+    time_wait: bool = False,
     congestion: bool = False,
     memory: bool = False,
     cgroup: bool = False,
@@ -266,8 +270,8 @@ def sockets(
     Filters (combined with AND; the command's flag in brackets):
 
     - ``families``: "inet", "inet6", "unix" or a list of them (-4 -6 -u); default all three.
-    - ``protos``: "tcp", "udp", "udplite", "raw", "sctp", "mptcp", "packet", "unix", or a
-      list or comma-separated string of them (-P); default every protocol but packet.
+    - ``protos``: "tcp", "udp", "udplite", "raw", "icmp", "sctp", "mptcp", "packet", "unix",
+      or a list or comma-separated string of them (-P); default every protocol but packet.
     - ``connected`` (-c), ``listening`` (-l): sockets with a remote end, or waiting for peers.
     - ``no_loopback`` (-L): leave out inet sockets with a loopback end.
     - ``ports`` (-p): local or remote port: 22, "22,80,8000-8100" or [22, "8000-8100"].
@@ -275,12 +279,16 @@ def sockets(
     - ``states`` (--state): kernel state names, e.g. "ESTABLISHED" or ["LISTEN", "TIME_WAIT"].
     - ``pids`` (--pid), ``user`` (--user: a name or uid), ``command`` (--command: exact, or a
       glob with * and ?): sockets held by such processes (only those holders are listed).
+    - ``connected_to`` (--connected-to): the connections to these listeners, seen from both
+      ends: ports, unix paths and "@abstract" names, e.g. [5432, "/run/postgresql/.s.PGSQL.5432"].
     - ``zone`` (-z: a zone name, container id prefix or namespace inode), ``all_zones`` (-Z):
       other network namespaces; each socket then has ``zone``.
 
     What to gather: ``owners=False`` skips the /proc scan (--no-owners), ``args`` adds each
     owner's arguments (-a), ``resolve_users=False`` leaves user names out (-n), ``tcp_info``
-    adds ``tcp`` and ``timer`` (-T), ``congestion`` the congestion control in ``tcp`` (-C),
+    adds ``tcp`` and ``timer`` (-T; TIME-WAIT entries, which have no TCP internals, are then
+    left out with a ``time-wait-hidden`` warning unless ``time_wait`` or ``states`` asks for
+    them), ``congestion`` the congestion control in ``tcp`` (-C),
     ``memory`` socket ``memory`` (-m), ``cgroup`` each inet socket's ``cgroup`` (--cgroup).
     ``source`` is "auto", "netlink" or "proc" (--source), ``owner_scan`` "auto", "proc" or
     "bpf" (--owner-scan).
@@ -290,9 +298,10 @@ def sockets(
     """
     f = _filters(
         families, protos, connected, listening, no_loopback, ports, src, dst, states, pids,
-        user, command, owners, zone, all_zones, source, owner_scan,
+        user, command, owners, zone, all_zones, source, owner_scan, connected_to,
     )
     f.update(
+        time_wait=bool(time_wait),
         args=bool(args),
         resolve_users=bool(resolve_users),
         tcp_info=bool(tcp_info),

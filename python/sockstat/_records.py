@@ -97,7 +97,9 @@ class Endpoint(Record):
         "path_hex": "the name's exact bytes in hex, only when they are not UTF-8",
         "peer": "unix: the id (inode) of the socket at the other end",
         "protocol": "packet: the ETH_P_* protocol number",
+        "protocol_name": "packet: the protocol's name (ALL, IP, ARP, ...), when known",
         "ifindex": "packet: the interface index the socket is bound to (0 = any)",
+        "interface": "packet: that interface's name, when known",
     }
 
     def __str__(self) -> str:
@@ -199,7 +201,7 @@ class Socket(Record):
         "request sockets",
         "cookie": "the kernel's socket cookie as a decimal string, the identity to join "
         "samples on; None when read from /proc/net",
-        "proto": "tcp, udp, udplite, raw, sctp, mptcp, unix or packet",
+        "proto": "tcp, udp, udplite, raw, icmp, icmp6, sctp, mptcp, unix or packet",
         "family": "inet, inet6, unix or packet",
         "type": "stream, dgram, seqpacket or raw",
         "state": "kernel state: ESTABLISHED, LISTEN, TIME_WAIT, ...; UNCONN for unconnected "
@@ -218,6 +220,8 @@ class Socket(Record):
         "timer": "with tcp_info=True, inet sockets: the kernel's Timer",
         "tcp": "with tcp_info=True (or congestion=True), TCP: the kernel's tcp_info",
         "memory": "with memory=True: socket Memory",
+        "bound_ifindex": "inet: the interface the socket is bound to (SO_BINDTODEVICE), if any",
+        "bound_interface": "that interface's name, when known",
     }
 
     def __repr__(self) -> str:

@@ -32,6 +32,9 @@ fn sockets<'py>(
     q.congestion = details.congestion;
     q.memory = details.memory;
     q.cgroups = details.cgroup;
+    // As the command: with TCP internals, TIME-WAIT entries (which have none) are left out, a
+    // warning counting them, unless asked for (`--time-wait`, or a state filter).
+    q.hide_time_wait = details.tcp_info && !details.time_wait && q.states.is_none();
     let snap = py.detach(|| sockstat::collect(&q)).map_err(error)?;
     let mut opts = sockstat::render::Options::new();
     opts.args = details.args;

@@ -5,7 +5,9 @@
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use sockstat::query::{parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch};
+use sockstat::query::{
+    parse_pids, parse_prefix, parse_protos, parse_states, CommandMatch, ConnectedTo,
+};
 use sockstat::{ErrorKind, FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 
 /// The filters, as `sockstat/__init__.py` passes them: a dict with every key, lists already
@@ -25,6 +27,7 @@ pub struct Filters {
     pids: Option<String>,
     user: Option<String>,
     command: Option<String>,
+    connected_to: Option<String>,
     owners: bool,
     zone: Option<String>,
     all_zones: bool,
@@ -42,6 +45,7 @@ pub struct Details {
     pub congestion: bool,
     pub memory: bool,
     pub cgroup: bool,
+    pub time_wait: bool,
 }
 
 fn bad(message: String) -> PyErr {
@@ -89,6 +93,12 @@ impl Filters {
         q.pids = filter(self.pids.as_deref().map(parse_pids).transpose())?;
         q.uid = filter(self.user.as_deref().map(sockstat::resolve_user).transpose())?;
         q.command = filter(self.command.as_deref().map(CommandMatch::parse).transpose())?;
+        q.connected_to = filter(
+            self.connected_to
+                .as_deref()
+                .map(ConnectedTo::parse)
+                .transpose(),
+        )?;
         q.owners = self.owners;
         if !q.owners && (q.pids.is_some() || q.command.is_some()) {
             return Err(bad(

@@ -128,6 +128,8 @@ def test_filters_select_as_the_command_does(closing):
     assert len(sockstat.sockets(ports=str(port), states=["established", "LISTEN"])) == 3
     assert len(sockstat.sockets(ports=port, src="127.0.0.0/8", dst="127.0.0.1")) == 2
     assert sockstat.sockets(ports=port, no_loopback=True) == []
+    # Both ends of the connections to the listener, not the listener itself.
+    assert sorted(s.state for s in sockstat.sockets(connected_to=port)) == ["ESTABLISHED"] * 2
     assert len(sockstat.sockets(ports=port, command=command_name())) == 3
     assert len(sockstat.sockets(ports=port, command=command_name()[:2] + "*")) == 3
     assert sockstat.sockets(ports=port, command="no-such-command") == []
@@ -231,7 +233,7 @@ def test_zones(netns):
     [
         ({"ports": 70000}, ["-p", "70000"]),
         ({"ports": "90-80"}, ["-p", "90-80"]),
-        ({"protos": "tcp,icmp"}, ["-P", "tcp,icmp"]),
+        ({"protos": "tcp,ipx"}, ["-P", "tcp,ipx"]),
         ({"states": "BOGUS"}, ["--state", "BOGUS"]),
         ({"src": "10.0.0.300"}, ["--src", "10.0.0.300"]),
         ({"pids": "12a"}, ["--pid", "12a"]),
