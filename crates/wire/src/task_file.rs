@@ -1,18 +1,20 @@
 //! The owner scan's BPF iterator (`iter/task_file`, Linux 5.8; `bpf_get_current_task_btf`,
-//! 5.11): a program the kernel runs once per open file of every task, which writes one 24-byte
-//! record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader, with
-//! inode 0 for files that are not sockets (so the reader knows which processes the iterator
-//! visited). The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in clock
-//! ticks) lets the reader tell the process the iterator saw from a later one that reused its
-//! pid before its identity was read. It replaces the
-//! one `readlinkat` per fd of the `/proc` scan with no system call per fd at all
-//! (research/kernel.md §5.2).
+//! 5.11): a program the kernel runs once per open file of every task, which writes a 24-byte
+//! record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader that holds
+//! a wanted socket (every socket, or those whose inodes are keys of a hash map), and one record
+//! with inode 0 for a leader's first other file, so the reader knows which processes the
+//! iterator visited. The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in
+//! clock ticks) lets the reader tell the process the iterator saw from a later one that reused
+//! its pid before its identity was read. It replaces the one `readlinkat` per fd of the `/proc`
+//! scan with no system call per fd at all, and with a map of wanted inodes the reader gets only
+//! the holders of the sockets it will show.
 //!
 //! The program is assembled here, from the running kernel's BTF, rather than compiled from C:
-//! it is 48 instructions, and the only thing a C toolchain and a BPF loader would add is the
-//! relocation of twelve struct member offsets, which [`Layout::from_btf`] reads directly.
-//! (A general loader costs more than the scan it replaces at 10k sockets: aya 0.14 took about
-//! 40 ms to parse BTF and relocate this program on the development machine.) The equivalent C:
+//! it is about 70 instructions, and the only thing a C toolchain and a BPF loader would add is
+//! the relocation of twelve struct member offsets, which [`Layout::from_btf`] reads directly,
+//! and of two map file descriptors. (A general loader costs more than the scan it replaces at
+//! 10k sockets: aya 0.14 took about 40 ms to parse BTF and relocate this program on the
+//! development machine.) The equivalent C:
 //!
 //! ```c
 //! SEC("iter/task_file")
@@ -25,7 +27,15 @@
 //!     struct { u32 tgid, fd; u64 ino, start; } r = { task->tgid, ctx->fd, 0, task->start_boottime };
 //!     struct inode *inode = file->f_inode;
 //!     if (inode && (inode->i_mode & S_IFMT) == S_IFSOCK)
-//!         r.ino = inode->i_ino;                           // else 0: "visited, no socket"
+//!         r.ino = inode->i_ino;
+//!     if (r.ino && WANTED && !bpf_map_lookup_elem(&wanted, &r.ino))
+//!         r.ino = 0;                                      // not wanted: as any other file
+//!     if (!r.ino) {                                       // "visited", once per process
+//!         u32 zero = 0, *last = bpf_map_lookup_elem(&last_tgid, &zero);
+//!         if (!last || *last == task->tgid)
+//!             return 0;
+//!         *last = task->tgid;
+//!     }
 //!     // in a nested pid namespace, the tgid as the reader's namespace numbers it
 //!     u32 level = bpf_get_current_task_btf()->thread_pid->level;
 //!     struct pid *pid;
@@ -37,6 +47,9 @@
 //! }
 //! ```
 //!
+//! The iterator walks one task's files in a row, so `last_tgid` (written only by this program,
+//! whose reads the kernel serialises) gives each visited process at least one record.
+//!
 //! The tasks an iterator visits are those visible in the reader's pid namespace, so
 //! `numbers[level]` always exists for them.
 
@@ -45,6 +58,8 @@ use crate::btf::{Btf, Kind};
 /// Size of one record the program writes.
 pub const RECORD_LEN: usize = 24;
 
+/// `BPF_FUNC_map_lookup_elem`.
+const MAP_LOOKUP_ELEM: i32 = 1;
 /// `BPF_FUNC_probe_read_kernel`.
 const PROBE_READ_KERNEL: i32 = 113;
 /// `BPF_FUNC_seq_write`.
@@ -89,12 +104,21 @@ impl Layout {
     /// Reads the layout from a kernel's BTF; the error names what is missing or unexpected
     /// (a kernel too old for the iterator, or a layout this program cannot load).
     pub fn from_btf(btf: &Btf<'_>) -> Result<Layout, String> {
-        let attach_btf_id = btf.find(Kind::Func, "bpf_iter_task_file").ok_or(
+        const TYPES: [(Kind, &str); 7] = [
+            (Kind::Func, "bpf_iter_task_file"),
+            (Kind::Struct, "bpf_iter_meta"),
+            (Kind::Struct, "task_struct"),
+            (Kind::Struct, "pid"),
+            (Kind::Struct, "upid"),
+            (Kind::Struct, "file"),
+            (Kind::Struct, "inode"),
+        ];
+        let ids = btf.find_all(&TYPES);
+        let attach_btf_id = ids[0].ok_or(
             "no bpf_iter_task_file in the kernel's BTF (the task_file iterator needs Linux 5.8)",
         )?;
-        let strukt = |name: &str| {
-            btf.find(Kind::Struct, name)
-                .ok_or_else(|| format!("no struct {name} in the kernel's BTF"))
+        let strukt = |i: usize| {
+            ids[i].ok_or_else(|| format!("no struct {} in the kernel's BTF", TYPES[i].1))
         };
         // A member's offset, checked to have the size the program loads.
         let field =
@@ -110,12 +134,12 @@ impl Layout {
                 }
                 Ok((m.offset, size))
             };
-        let meta = strukt("bpf_iter_meta")?;
-        let task = strukt("task_struct")?;
-        let pid = strukt("pid")?;
-        let upid = strukt("upid")?;
-        let file = strukt("file")?;
-        let inode = strukt("inode")?;
+        let meta = strukt(1)?;
+        let task = strukt(2)?;
+        let pid = strukt(3)?;
+        let upid = strukt(4)?;
+        let file = strukt(5)?;
+        let inode = strukt(6)?;
         let numbers = btf
             .member(pid, "numbers")
             .ok_or("no member pid.numbers in the kernel's BTF")?;
@@ -184,7 +208,12 @@ const ADD64_IMM: u8 = 0x07;
 const ADD64_REG: u8 = 0x0f;
 const MUL64_IMM: u8 = 0x27;
 const AND64_IMM: u8 = 0x57;
+const JA: u8 = 0x05;
 const JEQ_IMM: u8 = 0x15;
+const JEQ_REG: u8 = 0x1d;
+const LD_IMM64: u8 = 0x18;
+/// `BPF_PSEUDO_MAP_FD`: the 64-bit immediate of a `LD_IMM64` is a map file descriptor.
+const PSEUDO_MAP_FD: u8 = 1;
 const JNE_IMM: u8 = 0x55;
 const JNE_REG: u8 = 0x5d;
 const CALL: u8 = 0x85;
@@ -201,6 +230,8 @@ struct Asm {
 enum Label {
     Out,
     StoreIno,
+    Marker,
+    Translate,
     Write,
 }
 
@@ -239,14 +270,33 @@ impl Asm {
     fn call(&mut self, helper: i32) {
         self.op(CALL, 0, 0, 0, helper);
     }
+
+    /// `dst = map` (a 16-byte `LD_IMM64` the kernel resolves from the map's fd).
+    fn map_fd(&mut self, dst: u8, fd: i32) {
+        self.op(LD_IMM64, dst, PSEUDO_MAP_FD, 0, fd);
+        self.op(0, 0, 0, 0, 0);
+    }
 }
 
-/// Assembles the iterator program for `layout` (see the module documentation for its C).
-pub fn program(l: &Layout) -> Vec<u64> {
+/// The maps the program reads, by file descriptor (the kernel takes each program's own
+/// reference at load, so they may be closed after it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maps {
+    /// An array map of one `u32` (key `u32` 0): the tgid of the last process a record was
+    /// written for, so that a process whose fds hold no wanted socket still gets one record
+    /// (inode 0) saying it was visited.
+    pub last: i32,
+    /// A hash map whose keys (`u64`) are the socket inodes wanted; `None` wants every socket.
+    pub wanted: Option<i32>,
+}
+
+/// Assembles the iterator program for `layout` (see the module documentation for its C), with
+/// the maps at `maps`.
+pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     const S_IFMT: i32 = 0o170000;
     const S_IFSOCK: i32 = 0o140000;
     let mut a = Asm {
-        code: Vec::with_capacity(48),
+        code: Vec::with_capacity(80),
         jumps: Vec::new(),
     };
     // The context is the iterator function's arguments, 8 bytes each: (meta, task, fd, file).
@@ -259,12 +309,13 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.load(4, 2, 7, l.task_pid); // leaders only, as /proc/PID/fd
     a.load(4, 3, 7, l.task_tgid);
     a.jump(JNE_REG, 2, 3, 0, Label::Out);
-    // The record is fp[-24..0]: tgid -24, fd -20, ino -16, start -8; fp[-32] is scratch.
+    // The record is fp[-24..0]: tgid -24, fd -20, ino -16, start -8; fp[-32] is scratch and
+    // fp[-40] the `last` map's key.
     a.op(STX_W, 10, 3, -24, 0); // r.tgid = task->tgid (the initial namespace's number)
     a.op(STX_W, 10, 9, -20, 0); // r.fd
     a.load(8, 4, 7, l.task_start_boottime);
     a.op(STX_DW, 10, 4, -8, 0); // r.start = task->start_boottime
-                                // r.ino = the socket inode, or 0 for any other file (so the task is seen as visited).
+                                // r.ino = the socket inode, or 0 for any other file.
     a.op(MOV64_IMM, 3, 0, 0, 0);
     a.load(8, 2, 8, l.file_inode);
     a.jump(JEQ_IMM, 2, 0, 0, Label::StoreIno);
@@ -274,6 +325,35 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.load(l.inode_ino_size, 3, 2, l.inode_ino);
     a.place(Label::StoreIno);
     a.op(STX_DW, 10, 3, -16, 0);
+    a.jump(JEQ_IMM, 3, 0, 0, Label::Marker);
+    match maps.wanted {
+        Some(fd) => {
+            // A socket: written when it is wanted; otherwise treated as any other file.
+            a.map_fd(1, fd);
+            a.op(MOV64_REG, 2, 10, 0, 0);
+            a.op(ADD64_IMM, 2, 0, 0, -16);
+            a.call(MAP_LOOKUP_ELEM);
+            a.jump(JNE_IMM, 0, 0, 0, Label::Translate);
+            a.op(MOV64_IMM, 1, 0, 0, 0);
+            a.op(STX_DW, 10, 1, -16, 0);
+        }
+        None => a.jump(JA, 0, 0, 0, Label::Translate),
+    }
+    // Not a wanted socket: one record (inode 0) for the process's first such file, so the
+    // reader knows the iterator visited it.
+    a.place(Label::Marker);
+    a.op(MOV64_IMM, 1, 0, 0, 0);
+    a.op(STX_W, 10, 1, -40, 0);
+    a.map_fd(1, maps.last);
+    a.op(MOV64_REG, 2, 10, 0, 0);
+    a.op(ADD64_IMM, 2, 0, 0, -40);
+    a.call(MAP_LOOKUP_ELEM);
+    a.jump(JEQ_IMM, 0, 0, 0, Label::Out);
+    a.op(LDX_W, 1, 0, 0, 0);
+    a.op(LDX_W, 2, 10, -24, 0);
+    a.jump(JEQ_REG, 1, 2, 0, Label::Out);
+    a.op(STX_W, 0, 2, 0, 0); // last = this tgid
+    a.place(Label::Translate);
     // In a nested pid namespace, r.tgid as the reader's namespace numbers it:
     // task->thread_pid->numbers[level].nr, read with probe_read_kernel.
     a.call(GET_CURRENT_TASK_BTF);
@@ -465,40 +545,50 @@ mod tests {
     fn program_shape() {
         let data = kernel_like();
         let l = Layout::from_btf(&Btf::parse(&data).unwrap()).unwrap();
-        let p = program(&l);
-        let code = |i: &u64| i.to_le_bytes()[0];
-        // Ends with r0 = 0; exit.
-        assert_eq!(code(&p[p.len() - 1]), EXIT);
-        assert_eq!(code(&p[p.len() - 2]), MOV64_IMM);
-        // Every conditional jump goes forward, inside the program (no loops, no escapes).
-        for (at, i) in p.iter().enumerate() {
-            if matches!(code(i), JEQ_IMM | JNE_IMM | JNE_REG) {
-                let off = i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]);
-                assert!(off >= 0, "backward jump at {at}");
-                assert!(
-                    at as i64 + 1 + i64::from(off) < p.len() as i64,
-                    "jump out at {at}"
-                );
+        for wanted in [None, Some(7)] {
+            let p = program(&l, Maps { last: 6, wanted });
+            let code = |i: &u64| i.to_le_bytes()[0];
+            // Ends with r0 = 0; exit.
+            assert_eq!(code(&p[p.len() - 1]), EXIT);
+            assert_eq!(code(&p[p.len() - 2]), MOV64_IMM);
+            // Every jump goes forward, inside the program (no loops, no escapes).
+            for (at, i) in p.iter().enumerate() {
+                if matches!(code(i), JA | JEQ_IMM | JEQ_REG | JNE_IMM | JNE_REG) {
+                    let off = i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]);
+                    assert!(off >= 0, "backward jump at {at}");
+                    assert!(
+                        at as i64 + 1 + i64::from(off) < p.len() as i64,
+                        "jump out at {at}"
+                    );
+                }
             }
-        }
-        // Three helper calls, the last one seq_write.
-        let calls: Vec<i32> = p
-            .iter()
-            .filter(|i| code(i) == CALL)
-            .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
-            .collect();
-        assert_eq!(
-            calls,
-            [
+            // The maps' fds, each in a 16-byte load.
+            let fds: Vec<i32> = p
+                .iter()
+                .filter(|i| code(i) == LD_IMM64)
+                .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
+                .collect();
+            let mut want_fds = wanted.into_iter().collect::<Vec<_>>();
+            want_fds.push(6);
+            assert_eq!(fds, want_fds);
+            // The helper calls, the last one seq_write.
+            let calls: Vec<i32> = p
+                .iter()
+                .filter(|i| code(i) == CALL)
+                .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
+                .collect();
+            let mut want = vec![MAP_LOOKUP_ELEM; fds.len()];
+            want.extend([
                 GET_CURRENT_TASK_BTF,
                 PROBE_READ_KERNEL,
                 PROBE_READ_KERNEL,
-                SEQ_WRITE
-            ]
-        );
-        // The inode offset made it into the i_ino load.
-        assert!(p.iter().any(|i| code(i) == LDX_DW
-            && i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]) == 64));
+                SEQ_WRITE,
+            ]);
+            assert_eq!(calls, want);
+            // The inode offset made it into the i_ino load.
+            assert!(p.iter().any(|i| code(i) == LDX_DW
+                && i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]) == 64));
+        }
     }
 
     #[test]
