@@ -36,8 +36,8 @@ pub enum SourceArg {
 /// How the owner scan reads fd tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum OwnerScanArg {
-    /// The kernel's BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with
-    /// 10,000 or more open files (/proc/sys/fs/file-nr), else /proc.
+    /// The kernel's BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel
+    /// BTF, Linux 5.11+), else /proc.
     #[default]
     Auto,
     /// /proc/PID/fd only.

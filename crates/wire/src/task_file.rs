@@ -186,6 +186,118 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The layout as text, one `name value` line per field (the owner scan's cache of it).
+    pub fn to_text(&self) -> String {
+        self.fields()
+            .iter()
+            .map(|(k, v)| format!("{k} {v}\n"))
+            .collect()
+    }
+
+    /// Reads [`Layout::to_text`]'s form back; `None` unless every field is there once, with a
+    /// value an instruction can carry (the same bounds [`Layout::from_btf`] checks).
+    pub fn from_text(text: &str) -> Option<Layout> {
+        let mut l = Layout {
+            attach_btf_id: 0,
+            meta_seq: 0,
+            task_pid: 0,
+            task_tgid: 0,
+            task_thread_pid: 0,
+            task_start_boottime: 0,
+            pid_level: 0,
+            pid_numbers: 0,
+            upid_nr: 0,
+            upid_size: 0,
+            file_inode: 0,
+            inode_mode: 0,
+            inode_ino: 0,
+            inode_ino_size: 0,
+        };
+        let names: Vec<&str> = l.fields().iter().map(|(k, _)| *k).collect();
+        let mut seen = vec![false; names.len()];
+        for line in text.lines() {
+            let (k, v) = line.split_once(' ')?;
+            let i = names.iter().position(|n| *n == k)?;
+            if std::mem::replace(&mut seen[i], true) {
+                return None;
+            }
+            let v: u32 = v.parse().ok()?;
+            if i > 0 && v > i16::MAX as u32 {
+                return None;
+            }
+            *l.field_mut(i) = v;
+        }
+        let sizes_ok = matches!(l.inode_ino_size, 4 | 8) && l.upid_size > 0;
+        (seen.iter().all(|&x| x) && sizes_ok && l.attach_btf_id > 0).then_some(l)
+    }
+
+    fn fields(&self) -> [(&'static str, u32); 14] {
+        [
+            ("attach_btf_id", self.attach_btf_id),
+            ("meta_seq", self.meta_seq),
+            ("task_pid", self.task_pid),
+            ("task_tgid", self.task_tgid),
+            ("task_thread_pid", self.task_thread_pid),
+            ("task_start_boottime", self.task_start_boottime),
+            ("pid_level", self.pid_level),
+            ("pid_numbers", self.pid_numbers),
+            ("upid_nr", self.upid_nr),
+            ("upid_size", self.upid_size),
+            ("file_inode", self.file_inode),
+            ("inode_mode", self.inode_mode),
+            ("inode_ino", self.inode_ino),
+            ("inode_ino_size", self.inode_ino_size),
+        ]
+    }
+
+    fn field_mut(&mut self, i: usize) -> &mut u32 {
+        match i {
+            0 => &mut self.attach_btf_id,
+            1 => &mut self.meta_seq,
+            2 => &mut self.task_pid,
+            3 => &mut self.task_tgid,
+            4 => &mut self.task_thread_pid,
+            5 => &mut self.task_start_boottime,
+            6 => &mut self.pid_level,
+            7 => &mut self.pid_numbers,
+            8 => &mut self.upid_nr,
+            9 => &mut self.upid_size,
+            10 => &mut self.file_inode,
+            11 => &mut self.inode_mode,
+            12 => &mut self.inode_ino,
+            _ => &mut self.inode_ino_size,
+        }
+    }
+}
+
+/// The GNU build id of the running kernel from its ELF notes (`/sys/kernel/notes`): the
+/// descriptor of the first `NT_GNU_BUILD_ID` note named `GNU`. `None` when there is none or the
+/// notes are malformed.
+pub fn kernel_build_id(notes: &[u8]) -> Option<&[u8]> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(notes.get(at..at + 4)?.try_into().ok()?))
+    };
+    let pad = |n: usize| n.checked_add(3).map(|x| x & !3);
+    let mut at = 0usize;
+    while at + 12 <= notes.len() {
+        let namesz = word(at)? as usize;
+        let descsz = word(at + 4)? as usize;
+        let kind = word(at + 8)?;
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(pad(namesz)?)?;
+        let end = desc_at.checked_add(pad(descsz)?)?;
+        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
+        let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
+            return Some(desc);
+        }
+        at = end;
+    }
+    None
+}
+
 /// One eBPF instruction (`struct bpf_insn`), encoded.
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
     let mut b = [0u8; 8];
@@ -589,6 +701,45 @@ mod tests {
             assert!(p.iter().any(|i| code(i) == LDX_DW
                 && i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]) == 64));
         }
+    }
+
+    #[test]
+    fn the_layout_survives_its_text_form_and_bad_text_is_refused() {
+        let data = kernel_like();
+        let l = Layout::from_btf(&Btf::parse(&data).unwrap()).unwrap();
+        let text = l.to_text();
+        assert_eq!(Layout::from_text(&text), Some(l));
+        // A field missing, repeated, out of range, or unknown: refused.
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(Layout::from_text(&lines[1..].join("\n")), None);
+        assert_eq!(Layout::from_text(&format!("{text}task_pid 8\n")), None);
+        assert_eq!(
+            Layout::from_text(&text.replace("inode_ino 64", "inode_ino 40000")),
+            None
+        );
+        assert_eq!(Layout::from_text(&format!("{text}bogus 1\n")), None);
+        assert_eq!(Layout::from_text(""), None);
+    }
+
+    #[test]
+    fn the_build_id_is_found_among_the_notes() {
+        let mut notes = Vec::new();
+        let mut note = |name: &[u8], kind: u32, desc: &[u8]| {
+            notes.extend_from_slice(&(name.len() as u32).to_ne_bytes());
+            notes.extend_from_slice(&(desc.len() as u32).to_ne_bytes());
+            notes.extend_from_slice(&kind.to_ne_bytes());
+            for part in [name, desc] {
+                notes.extend_from_slice(part);
+                notes.resize(notes.len().next_multiple_of(4), 0);
+            }
+        };
+        note(b"Linux\0", 6, b"6.18\0");
+        note(b"GNU\0", 3, &[0xab; 20]);
+        assert_eq!(kernel_build_id(&notes), Some(&[0xab; 20][..]));
+        for cut in 0..notes.len() {
+            let _ = kernel_build_id(&notes[..cut]);
+        }
+        assert_eq!(kernel_build_id(&notes[..28]), None);
     }
 
     #[test]

@@ -149,9 +149,10 @@ pub fn scan_any(
     wanted: Option<&[u64]>,
 ) -> (Result<Scan, SysError>, Option<SysError>) {
     use crate::query::OwnerScan;
-    if query.owner_scan == OwnerScan::Proc
-        || (query.owner_scan == OwnerScan::Auto && !many_open_files())
-    {
+    // `Auto` takes the iterator wherever it runs: with its layout cached (taskfile::cache) its
+    // fixed cost is the verifier's, a few ms, and it walks fds in the kernel at a fraction of
+    // the /proc scan's cost per fd (doc/BENCHMARKS.md).
+    if query.owner_scan == OwnerScan::Proc {
         return (scan(&query.proc_root, query, threads, wanted), None);
     }
     match scan_bpf(&query.proc_root, query, wanted) {
@@ -161,21 +162,6 @@ pub fn scan_any(
             (scan(&query.proc_root, query, threads, wanted), why)
         }
     }
-}
-
-/// Below this many open files on the host, `Auto` scans `/proc`: the BPF scan's fixed cost
-/// (reading and indexing about 5 MiB of kernel BTF, verifying the program: about 10 ms) is more
-/// than the `/proc` scan of a small host costs (doc/BENCHMARKS.md: 13 ms against 23 ms at 1k
-/// sockets, 46 ms against 35 ms at 10k).
-pub const AUTO_BPF_MIN_FILES: u64 = 10_000;
-
-/// True when `/proc/sys/fs/file-nr` (allocated file handles, host-wide) reaches
-/// [`AUTO_BPF_MIN_FILES`], or cannot be read.
-fn many_open_files() -> bool {
-    std::fs::read_to_string("/proc/sys/fs/file-nr")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .is_none_or(|n| n >= AUTO_BPF_MIN_FILES)
 }
 
 /// The owner scan through the kernel's `iter/task_file` BPF iterator ([`super::taskfile`]):

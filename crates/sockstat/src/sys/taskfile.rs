@@ -23,38 +23,151 @@ pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// else those whose inodes it lists) and one record with inode 0 when it has any other file.
 #[cfg(feature = "bpf")]
 pub fn records(wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
-    use sockstat_wire::btf::Btf;
     use sockstat_wire::task_file::{self, Layout, Maps};
 
-    let data = super::timing::phase("BTF read", kernel_btf)?;
-    let layout = super::timing::phase("BTF parse and layout", || {
-        let btf = Btf::parse(&data)
-            .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Invalid, e.to_string()))?;
-        Layout::from_btf(&btf).map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Unsupported, e))
-    })?;
-    drop(data);
-    let prog = super::timing::phase("BPF load", || -> Result<_, SysError> {
-        let last = sys::map_create(sys::MAP_ARRAY, 4, 4, 1, "sockstat_last")?;
-        let wanted = match wanted {
-            Some(inodes) => Some(sys::wanted_map(inodes)?),
-            None => None,
-        };
-        let code = task_file::program(
-            &layout,
-            Maps {
-                last: last.as_raw_fd(),
-                wanted: wanted.as_ref().map(|m| m.as_raw_fd()),
-            },
-        );
-        // The program holds its own references to the maps from here on.
-        sys::prog_load(&code, layout.attach_btf_id)
-    })?;
+    let (layout, cached) = super::timing::phase("layout", layout)?;
+    let load = |layout: &Layout| {
+        super::timing::phase("BPF load", || -> Result<_, SysError> {
+            let last = sys::map_create(sys::MAP_ARRAY, 4, 4, 1, "sockstat_last")?;
+            let wanted = match wanted {
+                Some(inodes) => Some(sys::wanted_map(inodes)?),
+                None => None,
+            };
+            let code = task_file::program(
+                layout,
+                Maps {
+                    last: last.as_raw_fd(),
+                    wanted: wanted.as_ref().map(|m| m.as_raw_fd()),
+                },
+            );
+            // The program holds its own references to the maps from here on.
+            sys::prog_load(&code, layout.attach_btf_id)
+        })
+    };
+    let prog = match load(&layout) {
+        Ok(p) => p,
+        Err(_) if cached => {
+            // A cached layout the kernel refuses: forget it and derive it again.
+            cache::forget();
+            let fresh = from_btf()?;
+            cache::store(&fresh);
+            load(&fresh)?
+        }
+        Err(e) => return Err(e),
+    };
     let bytes = super::timing::phase("BPF iterator", || -> Result<_, SysError> {
         let link = sys::link_create(&prog)?;
         let iter = sys::iter_create(&link)?;
         sys::read_all(&iter)
     })?;
     Ok(task_file::records(&bytes).collect())
+}
+
+/// The program's layout for the running kernel: from the cache (see [`cache`]) when it has it
+/// (`true`), else derived from the kernel's BTF and cached.
+#[cfg(feature = "bpf")]
+fn layout() -> Result<(sockstat_wire::task_file::Layout, bool), SysError> {
+    if let Some(l) = cache::load() {
+        return Ok((l, true));
+    }
+    let l = from_btf()?;
+    cache::store(&l);
+    Ok((l, false))
+}
+
+/// The layout, derived from the kernel's BTF.
+#[cfg(feature = "bpf")]
+fn from_btf() -> Result<sockstat_wire::task_file::Layout, SysError> {
+    use sockstat_wire::btf::Btf;
+    use sockstat_wire::task_file::Layout;
+    let data = super::timing::phase("BTF read", kernel_btf)?;
+    super::timing::phase("BTF parse and layout", || {
+        let btf = Btf::parse(&data)
+            .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Invalid, e.to_string()))?;
+        Layout::from_btf(&btf).map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Unsupported, e))
+    })
+}
+
+#[cfg(feature = "bpf")]
+pub mod cache {
+    //! The layout derived from the kernel's BTF, kept between runs in [`DIR`] so that a run
+    //! need not read and index the kernel's 5 MiB of BTF again (doc/BENCHMARKS.md: the BPF
+    //! scan's fixed cost).
+    //!
+    //! Why it is safe to trust: the file is named by the running kernel's GNU build id, which
+    //! names one vmlinux image, and the BTF the layout is derived from is part of that image (the
+    //! iterator's types are all vmlinux's, none a module's); `/run` is a tmpfs, emptied at every
+    //! boot, so it never outlives the kernel it describes. Only a file and directory owned by
+    //! this user and writable by no one else are read (root's, since the BPF scan needs root or
+    //! CAP_BPF), so another user cannot plant a layout. A layout the kernel's verifier refuses is
+    //! forgotten and derived again. Nothing else is stored.
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    use std::path::PathBuf;
+
+    use sockstat_wire::task_file::{kernel_build_id, Layout};
+
+    /// Where the cache lives: a tmpfs that the next boot empties.
+    pub const DIR: &str = "/run/sockstat";
+
+    /// The cache file for the running kernel, named by its build id.
+    fn path() -> Option<PathBuf> {
+        let notes = std::fs::read("/sys/kernel/notes").ok()?;
+        let id = kernel_build_id(&notes)?;
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        Some(PathBuf::from(DIR).join(format!("task_file-layout-{hex}")))
+    }
+
+    /// True when `m` is this user's and writable by no one else.
+    fn private(m: &std::fs::Metadata) -> bool {
+        m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0
+    }
+
+    /// The cached layout of the running kernel, if a trustworthy one is there.
+    pub fn load() -> Option<Layout> {
+        let path = path()?;
+        if !private(&std::fs::symlink_metadata(DIR).ok()?) {
+            return None;
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()?;
+        if !private(&f.metadata().ok()?) {
+            return None;
+        }
+        let text = std::io::read_to_string(f).ok()?;
+        Layout::from_text(&text)
+    }
+
+    /// Keeps `l` for the next run; quietly does nothing where it cannot (the cache only saves
+    /// time).
+    pub fn store(l: &Layout) {
+        let Some(path) = path() else { return };
+        if std::fs::DirBuilder::new().mode(0o700).create(DIR).is_err()
+            && !std::fs::symlink_metadata(DIR).is_ok_and(|m| m.is_dir() && private(&m))
+        {
+            return;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(l.to_text().as_bytes()));
+        if written.is_err() || std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+
+    /// Drops the running kernel's cached layout.
+    pub fn forget() {
+        if let Some(path) = path() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The kernel's BTF: through `bpf(2)` in one copy where these privileges allow
