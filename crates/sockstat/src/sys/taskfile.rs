@@ -561,14 +561,28 @@ mod tests {
             };
             assert!(records.contains(&want), "{want:?} missing from {records:?}");
         }
-        // Not a socket: reported with inode 0 (the process was visited).
-        let f = super::Record {
-            tgid: me,
-            fd: file.as_raw_fd() as u32,
-            inode: 0,
-            start_ns,
-        };
-        assert!(records.contains(&f), "{f:?} missing");
+        // Its other files: one record with inode 0 (the process was visited), not one per file.
+        let _ = &file;
+        assert_eq!(
+            records
+                .iter()
+                .filter(|r| r.tgid == me && r.inode == 0)
+                .count(),
+            1,
+            "one visit record"
+        );
+        // With a map of wanted inodes, only those sockets' fds, and still the visit record.
+        let only = inode(tcp.as_raw_fd());
+        let wanted = super::records(Some(&[only])).expect("the filtered BPF scan");
+        let mine: Vec<_> = wanted.iter().filter(|r| r.tgid == me).collect();
+        assert!(mine
+            .iter()
+            .any(|r| r.inode == only && r.fd == tcp.as_raw_fd() as u32));
+        assert!(
+            mine.iter().all(|r| r.inode == only || r.inode == 0),
+            "{mine:?}"
+        );
+        assert_eq!(mine.iter().filter(|r| r.inode == 0).count(), 1, "{mine:?}");
         // Threads share the leader's table and are not reported twice.
         let mut mine: Vec<_> = records.iter().filter(|r| r.tgid == me).collect();
         let n = mine.len();
