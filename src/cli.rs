@@ -260,7 +260,8 @@ pub struct OutputArgs {
     /// Print details with every warning.
     #[arg(short = 'v', help_heading = "Output")]
     pub verbose: bool,
-    /// Counts by protocol, family and state instead of rows.
+    /// Counts by protocol, family and state instead of rows (no owner scan, unless --pid,
+    /// --command or --user selects what is counted).
     #[arg(long, help_heading = "Output")]
     pub summary: bool,
     /// One JSON document (schema version 1; see doc/json-schema.md).
