@@ -18,6 +18,7 @@ struct Args {
     tag: String,
     tools: Vec<String>,
     env: Env,
+    quiet_wait: u64,
 }
 
 fn parse(args: Vec<String>) -> Args {
@@ -30,6 +31,7 @@ fn parse(args: Vec<String>) -> Args {
         tag: "main".into(),
         tools: Vec::new(),
         env: Env::default(),
+        quiet_wait: 90,
     };
     let mut it = args.into_iter();
     while let Some(k) = it.next() {
@@ -49,6 +51,7 @@ fn parse(args: Vec<String>) -> Args {
                     .collect()
             }
             "--env" => a.env = Env::from_arg(&v),
+            "--quiet-wait" => a.quiet_wait = v.parse().unwrap(),
             _ => panic!("inner: unknown argument {k}"),
         }
     }
@@ -351,7 +354,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
     if a.mode == "cold" {
         // the very first look at this fresh table
         let Some(tool) = sel.first() else { return 2 };
-        let idle = wait_quiet(0.85, Duration::from_secs(60));
+        let idle = wait_quiet(0.85, Duration::from_secs(a.quiet_wait.min(60)));
         let (ms, rss, code) = timed_once(tool, &a.dir.join(format!("rss-cold-{}.txt", tool.id)));
         let v = json!({"id": tool.id, "cold_ms": ms, "cold_rss_kib": rss, "exit": code, "idle_before": idle,
                        "build_s": tv.get("build_s")});
@@ -472,7 +475,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             } else {
                 None
             };
-            let idle = wait_quiet(0.85, Duration::from_secs(90));
+            let idle = wait_quiet(0.85, Duration::from_secs(a.quiet_wait));
             let hf = a.dir.join(format!("hf-{}.json", tool.id));
             let log = std::fs::File::create(a.dir.join(format!("hf-{}.log", tool.id))).ok();
             let mut cmd = Command::new("hyperfine");

@@ -540,9 +540,15 @@ The `/proc` scan is almost all kernel time in `readlinkat` (0.53 s of system tim
 about 4 µs per fd with the directory reads and opens included), split over two threads. The BPF \
 iterator walks the same fd tables in the kernel with no system call per fd; what remains is the \
 netlink dump (329 `recvfrom`, the same in both rows) and user time (decoding, sorting, formatting). \
-Its fixed cost, reading and indexing the kernel's BTF and verifying the 48-instruction program, \
-is about 10 ms (1k sockets: 23.4 ms through the iterator against 13.3 ms through /proc), which is \
-why `auto` scans `/proc` below 10,000 open files on the host. Earlier callgrind work on user time \
+Since issue 16 the iterator reports one record per socket fd (only the wanted ones, for a filtered \
+query: a hash map of inodes it checks in the kernel) and one per visited process, instead of one \
+per fd; and its fixed cost, which was about 10 ms (reading the 5.3 MiB kernel BTF in 1,351 reads of \
+4 KiB, indexing it, verifying the program), is now the verifier's alone after the first run since \
+boot: the struct offsets are cached in /run/sockstat per kernel build id. The verifier itself \
+spends most of its time (`perf`: `btf_nested_type_is_trusted` → `btf_find_by_name_kind`) looking \
+up, by a linear search of the kernel's type names, whether each pointer the program loads is \
+trusted. `auto` no longer scans /proc on small hosts; the section \"Where a listing's time goes\" \
+above measures each phase. Earlier callgrind work on user time \
 (integer sort keys with an in-place permutation) is described in the git log.\n\n";
 
 /// Peak memory on big tables (measured by `bench/bigtable.sh`, not by the run above).
@@ -1110,10 +1116,11 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          * The TCP established hash (262144 buckets here) is host-wide; each namespace is torn down before the next \
          starts.\n\
          * Everything in the benchmark namespaces runs at nice {} to shield it a little from other load on the machine, \
-         and before each tool's series (and each cold run) the runner waits, up to 90 s, until the machine has been at \
+         and before each tool's series (and each cold run) the runner waits, up to {} s (`--quiet-wait`), until the machine has been at \
          least 85 % idle for half a second (`idle_before` in main.json).\n\
          * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n",
-        crate::NICE
+        crate::NICE,
+        meta["quiet_wait_s"].as_u64().unwrap_or(90)
     );
     Report {
         summary: sum,
