@@ -1,6 +1,5 @@
-//! The owner scan's BPF iterator (`iter/task_file`, Linux 5.8; `bpf_get_current_task_btf`,
-//! 5.11): a program the kernel runs once per open file of every task, which writes a 24-byte
-//! record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader that holds
+//! The owner scan's BPF iterator (`iter/task_file` and `bpf_seq_write`, Linux 5.8): a program
+//! the kernel runs once per open file of every task, which writes a 24-byte record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader that holds
 //! a wanted socket (every socket, or those whose inodes are keys of a hash map), and one record
 //! with inode 0 for a leader's first other file, so the reader knows which processes the
 //! iterator visited. The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in
@@ -31,17 +30,25 @@
 //!     if (r.ino && WANTED && !bpf_map_lookup_elem(&wanted, &r.ino))
 //!         r.ino = 0;                                      // not wanted: as any other file
 //!     if (!r.ino) {                                       // "visited", once per process
-//!         u32 zero = 0, *last = bpf_map_lookup_elem(&last_tgid, &zero);
-//!         if (!last || *last == task->tgid)
+//!         struct last *l = bpf_map_lookup_elem(&last_tgid, &zero);
+//!         if (!l || l->tgid == task->tgid)                // a record was written for it
 //!             return 0;
-//!         *last = task->tgid;
 //!     }
-//!     // in a nested pid namespace, the tgid as the reader's namespace numbers it
-//!     u32 level = bpf_get_current_task_btf()->thread_pid->level;
-//!     struct pid *pid;
-//!     if (level && (bpf_probe_read_kernel(&pid, 8, &task->thread_pid) ||
-//!                   bpf_probe_read_kernel(&r.tgid, 4, &pid->numbers[level].nr)))
-//!         return 0;
+//!     // the tgid as the reader's pid namespace numbers it, once per process
+//!     struct last *l = bpf_map_lookup_elem(&last_tgid, &zero);
+//!     if (!l) return 0;
+//!     if (l->tgid == task->tgid) {
+//!         r.tgid = l->nr;
+//!     } else {
+//!         if (!l->level_plus_one)                          // the reader's level, read once
+//!             l->level_plus_one = current_task()->thread_pid->level + 1;   // probe reads
+//!         u32 level = l->level_plus_one - 1;
+//!         struct pid *pid;
+//!         if (level && (bpf_probe_read_kernel(&pid, 8, &task->thread_pid) ||
+//!                       bpf_probe_read_kernel(&r.tgid, 4, &pid->numbers[level].nr)))
+//!             return 0;
+//!         l->tgid = task->tgid, l->nr = r.tgid;
+//!     }
 //!     bpf_seq_write(ctx->meta->seq, &r, sizeof r);
 //!     return 0;
 //! }
@@ -64,8 +71,8 @@ const MAP_LOOKUP_ELEM: i32 = 1;
 const PROBE_READ_KERNEL: i32 = 113;
 /// `BPF_FUNC_seq_write`.
 const SEQ_WRITE: i32 = 127;
-/// `BPF_FUNC_get_current_task_btf`.
-const GET_CURRENT_TASK_BTF: i32 = 158;
+/// `BPF_FUNC_get_current_task`.
+const GET_CURRENT_TASK: i32 = 35;
 
 /// Where the program's fields live in the running kernel, read from its BTF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -344,6 +351,9 @@ enum Label {
     StoreIno,
     Marker,
     Translate,
+    NewTask,
+    HaveLevel,
+    Store,
     Write,
 }
 
@@ -394,9 +404,11 @@ impl Asm {
 /// reference at load, so they may be closed after it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Maps {
-    /// An array map of one `u32` (key `u32` 0): the tgid of the last process a record was
-    /// written for, so that a process whose fds hold no wanted socket still gets one record
-    /// (inode 0) saying it was visited.
+    /// An array map of one 16-byte value (key `u32` 0): the tgid (in the initial pid
+    /// namespace) of the last process a record was written for, so that a process whose fds
+    /// hold no wanted socket still gets one record (inode 0) saying it was visited; the reader's
+    /// pid namespace level plus one (0 until read); the last process's number in the reader's
+    /// namespace.
     pub last: i32,
     /// A hash map whose keys (`u64`) are the socket inodes wanted; `None` wants every socket.
     pub wanted: Option<i32>,
@@ -452,7 +464,7 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
         None => a.jump(JA, 0, 0, 0, Label::Translate),
     }
     // Not a wanted socket: one record (inode 0) for the process's first such file, so the
-    // reader knows the iterator visited it.
+    // reader knows the iterator visited it (no record yet for this process: `last` is another).
     a.place(Label::Marker);
     a.op(MOV64_IMM, 1, 0, 0, 0);
     a.op(STX_W, 10, 1, -40, 0);
@@ -464,14 +476,49 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.op(LDX_W, 1, 0, 0, 0);
     a.op(LDX_W, 2, 10, -24, 0);
     a.jump(JEQ_REG, 1, 2, 0, Label::Out);
-    a.op(STX_W, 0, 2, 0, 0); // last = this tgid
     a.place(Label::Translate);
-    // In a nested pid namespace, r.tgid as the reader's namespace numbers it:
-    // task->thread_pid->numbers[level].nr, read with probe_read_kernel.
-    a.call(GET_CURRENT_TASK_BTF);
-    a.load(8, 0, 0, l.task_thread_pid);
-    a.load(4, 9, 0, l.pid_level);
-    a.jump(JEQ_IMM, 9, 0, 0, Label::Write);
+    // r.tgid as the reader's pid namespace numbers it: task->thread_pid->numbers[level].nr,
+    // with `level` the reader's (read once, from the current task, and kept in the map) and
+    // the last process's number kept too, so each process is translated once.
+    a.op(MOV64_IMM, 1, 0, 0, 0);
+    a.op(STX_W, 10, 1, -40, 0);
+    a.map_fd(1, maps.last);
+    a.op(MOV64_REG, 2, 10, 0, 0);
+    a.op(ADD64_IMM, 2, 0, 0, -40);
+    a.call(MAP_LOOKUP_ELEM);
+    a.jump(JEQ_IMM, 0, 0, 0, Label::Out);
+    a.op(MOV64_REG, 8, 0, 0, 0); // r8 = the map's value (file is no longer needed)
+    a.op(LDX_W, 2, 10, -24, 0);
+    a.op(STX_W, 10, 2, -56, 0); // the initial namespace's tgid, kept
+    a.op(LDX_W, 1, 8, 0, 0);
+    a.jump(JNE_REG, 1, 2, 0, Label::NewTask);
+    a.op(LDX_W, 1, 8, 8, 0); // the same process as the last record: its number is known
+    a.op(STX_W, 10, 1, -24, 0);
+    a.jump(JA, 0, 0, 0, Label::Write);
+    a.place(Label::NewTask);
+    a.op(LDX_W, 9, 8, 4, 0); // level + 1, or 0 when not read yet
+    a.jump(JNE_IMM, 9, 0, 0, Label::HaveLevel);
+    a.call(GET_CURRENT_TASK);
+    a.op(MOV64_REG, 3, 0, 0, 0);
+    a.op(ADD64_IMM, 3, 0, 0, l.task_thread_pid as i32);
+    a.op(MOV64_REG, 1, 10, 0, 0);
+    a.op(ADD64_IMM, 1, 0, 0, -32);
+    a.op(MOV64_IMM, 2, 0, 0, 8);
+    a.call(PROBE_READ_KERNEL); // fp[-32] = current->thread_pid
+    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.op(LDX_DW, 3, 10, -32, 0);
+    a.op(ADD64_IMM, 3, 0, 0, l.pid_level as i32);
+    a.op(MOV64_REG, 1, 10, 0, 0);
+    a.op(ADD64_IMM, 1, 0, 0, -48);
+    a.op(MOV64_IMM, 2, 0, 0, 4);
+    a.call(PROBE_READ_KERNEL); // fp[-48] = its level
+    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.op(LDX_W, 9, 10, -48, 0);
+    a.op(ADD64_IMM, 9, 0, 0, 1);
+    a.op(STX_W, 8, 9, 4, 0);
+    a.place(Label::HaveLevel);
+    a.op(ADD64_IMM, 9, 0, 0, -1);
+    a.jump(JEQ_IMM, 9, 0, 0, Label::Store);
     a.op(MUL64_IMM, 9, 0, 0, l.upid_size as i32);
     a.op(ADD64_IMM, 9, 0, 0, (l.pid_numbers + l.upid_nr) as i32);
     a.op(MOV64_REG, 1, 10, 0, 0);
@@ -488,6 +535,12 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.op(MOV64_IMM, 2, 0, 0, 4);
     a.call(PROBE_READ_KERNEL); // r.tgid = numbers[level].nr
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.place(Label::Store);
+    // Only a complete translation is kept: last = (this tgid, its number).
+    a.op(LDX_W, 1, 10, -24, 0);
+    a.op(STX_W, 8, 1, 8, 0);
+    a.op(LDX_W, 1, 10, -56, 0);
+    a.op(STX_W, 8, 1, 0, 0);
     a.place(Label::Write);
     // seq_write(ctx->meta->seq, &r, 24)
     a.load(8, 1, 6, l.meta_seq);
@@ -681,7 +734,7 @@ mod tests {
                 .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
                 .collect();
             let mut want_fds = wanted.into_iter().collect::<Vec<_>>();
-            want_fds.push(6);
+            want_fds.extend([6, 6]);
             assert_eq!(fds, want_fds);
             // The helper calls, the last one seq_write.
             let calls: Vec<i32> = p
@@ -691,7 +744,9 @@ mod tests {
                 .collect();
             let mut want = vec![MAP_LOOKUP_ELEM; fds.len()];
             want.extend([
-                GET_CURRENT_TASK_BTF,
+                GET_CURRENT_TASK,
+                PROBE_READ_KERNEL,
+                PROBE_READ_KERNEL,
                 PROBE_READ_KERNEL,
                 PROBE_READ_KERNEL,
                 SEQ_WRITE,

@@ -28,7 +28,7 @@ pub fn records(wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
     let (layout, cached) = super::timing::phase("layout", layout)?;
     let load = |layout: &Layout| {
         super::timing::phase("BPF load", || -> Result<_, SysError> {
-            let last = sys::map_create(sys::MAP_ARRAY, 4, 4, 1, "sockstat_last")?;
+            let last = sys::map_create(sys::MAP_ARRAY, 4, 16, 1, "sockstat_last")?;
             let wanted = match wanted {
                 Some(inodes) => Some(sys::wanted_map(inodes)?),
                 None => None,
