@@ -321,8 +321,16 @@ fn peer_owners(
     if plan != OwnerPlan::Candidates {
         // The full holder lists of the sockets shown are in `sockets`; the others come from the
         // index, which holds every peer's holders.
-        let shown: rustc_hash::FxHashSet<u64> = sockets.iter().filter_map(|s| s.id).collect();
-        for p in peers.into_iter().filter(|p| !shown.contains(p)) {
+        let mut shown: Vec<u64> = sockets
+            .iter()
+            .filter(|s| s.proto == crate::model::Proto::Unix)
+            .filter_map(|s| s.id)
+            .collect();
+        shown.sort_unstable();
+        for p in peers
+            .into_iter()
+            .filter(|p| shown.binary_search(p).is_err())
+        {
             let held = index.holders_of(p);
             if !held.is_empty() {
                 snap.peer_owners

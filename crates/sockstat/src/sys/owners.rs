@@ -196,15 +196,14 @@ pub fn scan_bpf(proc_root: &Path, query: &Query, wanted: Option<&[u64]>) -> Resu
     }
     // Listed before the iterator runs: a process that starts in between is the iterator's.
     let (proc_fd, listed) = open_and_list(proc_root, query)?;
-    let records = super::taskfile::records(wanted)?;
-    test_pause_after_iterator();
     let pid_wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
     // Each visited leader's start time, to recognise its pid if it is reused before its
     // identity is read below.
     let mut started: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
-    let mut holders: Vec<Holder> = Vec::with_capacity(records.len());
-    for r in records {
+    let mut holders: Vec<Holder> = Vec::with_capacity(wanted.map_or(1024, <[u64]>::len));
+    // Records are taken as the iterator's output is read, so it is never held whole.
+    super::taskfile::for_each_record(wanted, |r| {
         if seen.insert(r.tgid) {
             started.insert(r.tgid, r.start_ns);
         }
@@ -217,7 +216,8 @@ pub fn scan_bpf(proc_root: &Path, query: &Query, wanted: Option<&[u64]>) -> Resu
                 },
             });
         }
-    }
+    })?;
+    test_pause_after_iterator();
     // Identity (command, uid, arguments) of the processes that hold sockets.
     let mut pids: Vec<u32> = holders.iter().map(|h| h.owner.pid).collect();
     pids.sort_unstable();

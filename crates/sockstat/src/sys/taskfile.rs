@@ -21,8 +21,16 @@ pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// Runs the iterator once and returns, for every thread-group leader visible in this process's
 /// pid namespace, a record per fd holding a wanted socket (every socket when `wanted` is `None`,
 /// else those whose inodes it lists) and one record with inode 0 when it has any other file.
-#[cfg(feature = "bpf")]
+#[cfg(all(test, feature = "bpf"))]
 pub fn records(wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
+    let mut out = Vec::new();
+    for_each_record(wanted, |r| out.push(r))?;
+    Ok(out)
+}
+
+/// [`records`], each handed to `f` as the iterator's output is read (it is never held whole).
+#[cfg(feature = "bpf")]
+pub fn for_each_record(wanted: Option<&[u64]>, f: impl FnMut(Record)) -> Result<(), SysError> {
     use sockstat_wire::task_file::{self, Layout, Maps};
 
     let (layout, cached) = super::timing::phase("layout", layout)?;
@@ -55,12 +63,11 @@ pub fn records(wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
         }
         Err(e) => return Err(e),
     };
-    let bytes = super::timing::phase("BPF iterator", || -> Result<_, SysError> {
+    super::timing::phase("BPF iterator", || -> Result<_, SysError> {
         let link = sys::link_create(&prog)?;
         let iter = sys::iter_create(&link)?;
-        sys::read_all(&iter)
-    })?;
-    Ok(task_file::records(&bytes).collect())
+        sys::read_records(&iter, f)
+    })
 }
 
 /// The program's layout for the running kernel: from the cache (see [`cache`]) when it has it
@@ -193,7 +200,7 @@ fn kernel_btf() -> Result<Vec<u8>, SysError> {
 
 /// Without the `bpf` feature, the scan is never available.
 #[cfg(not(feature = "bpf"))]
-pub fn records(_wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
+pub fn for_each_record(_wanted: Option<&[u64]>, _f: impl FnMut(Record)) -> Result<(), SysError> {
     Err(SysError::other(
         "the BPF owner scan",
         ErrorKind::Unsupported,
@@ -485,14 +492,26 @@ mod sys {
             .map_err(|e| denied("opening the task_file iterator", e))
     }
 
-    /// Reads the iterator to its end. The kernel fills at most its seq_file buffer per read.
-    pub fn read_all(iter: &OwnedFd) -> Result<Vec<u8>, SysError> {
-        let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
+    /// Reads the iterator to its end, handing each whole record to `f`. The kernel fills at most
+    /// its seq_file buffer per read, and a read may end inside a record: its head waits for the
+    /// next read.
+    pub fn read_records(
+        iter: &OwnedFd,
+        mut f: impl FnMut(sockstat_wire::task_file::Record),
+    ) -> Result<(), SysError> {
+        use sockstat_wire::task_file::{records, RECORD_LEN};
         let mut chunk = vec![0u8; 256 * 1024];
+        let mut have = 0;
         loop {
-            match rustix::io::read(iter, &mut chunk[..]) {
-                Ok(0) => return Ok(out),
-                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            match rustix::io::read(iter, &mut chunk[have..]) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    let end = have + n;
+                    let whole = end - end % RECORD_LEN;
+                    records(&chunk[..whole]).for_each(&mut f);
+                    chunk.copy_within(whole..end, 0);
+                    have = end - whole;
+                }
                 Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
                 Err(e) => return Err(SysError::new("reading the task_file iterator", e)),
             }
