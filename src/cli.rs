@@ -36,8 +36,8 @@ pub enum SourceArg {
 /// How the owner scan reads fd tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum OwnerScanArg {
-    /// The kernel's BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with
-    /// 10,000 or more open files (/proc/sys/fs/file-nr), else /proc.
+    /// The kernel's BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel
+    /// BTF, Linux 5.11+), else /proc.
     #[default]
     Auto,
     /// /proc/PID/fd only.
@@ -260,7 +260,8 @@ pub struct OutputArgs {
     /// Print details with every warning.
     #[arg(short = 'v', help_heading = "Output")]
     pub verbose: bool,
-    /// Counts by protocol, family and state instead of rows.
+    /// Counts by protocol, family and state instead of rows (no owner scan, unless --pid,
+    /// --command or --user selects what is counted).
     #[arg(long, help_heading = "Output")]
     pub summary: bool,
     /// One JSON document (schema version 1; see doc/json-schema.md).

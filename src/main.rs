@@ -198,18 +198,25 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     query.congestion = o.congestion;
     query.memory = o.memory;
     query.cgroups = o.cgroup;
+    // Counts need no holders, unless a holder filter selects what is counted.
+    let summary_only = o.summary && !query.filters_owners();
+    if summary_only {
+        query.owners = false;
+    }
     let mut opts = render_options(o);
     opts.zone = cli.filters.zones.all_zones;
-    opts.owners = !cli.source.no_owners;
+    opts.owners = !cli.source.no_owners && !summary_only;
     if o.watch.is_some() || o.events || o.count.is_some() {
         return watch::run_listing(&query, &opts, o, &watch::title());
     }
     let snap = sockstat::collect(&query)?;
+    sockstat::timing_mark("collected");
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     write_listing(&snap, &opts, o, &mut out)
         .and_then(|()| out.flush())
         .context("cannot write the listing to standard output")?;
+    sockstat::timing_mark("rendered");
     if !o.json {
         output::write_warnings(&mut io::stderr().lock(), &snap.warnings, o.verbose);
     }

@@ -18,6 +18,7 @@ struct Args {
     tag: String,
     tools: Vec<String>,
     env: Env,
+    quiet_wait: u64,
 }
 
 fn parse(args: Vec<String>) -> Args {
@@ -30,6 +31,7 @@ fn parse(args: Vec<String>) -> Args {
         tag: "main".into(),
         tools: Vec::new(),
         env: Env::default(),
+        quiet_wait: 90,
     };
     let mut it = args.into_iter();
     while let Some(k) = it.next() {
@@ -49,6 +51,7 @@ fn parse(args: Vec<String>) -> Args {
                     .collect()
             }
             "--env" => a.env = Env::from_arg(&v),
+            "--quiet-wait" => a.quiet_wait = v.parse().unwrap(),
             _ => panic!("inner: unknown argument {k}"),
         }
     }
@@ -266,6 +269,70 @@ fn wait_quiet(min_idle: f64, max: Duration) -> f64 {
     }
 }
 
+/// Runs the full listing `runs` times with `SOCKSTAT_TIMINGS` set and returns each phase's
+/// median duration in ms (`took` lines; the `+` lines are the time since the previous line).
+fn phase_medians(sockstat: &std::path::Path, runs: usize) -> Value {
+    let mut by: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for _ in 0..runs {
+        let Ok(o) = Command::new(sockstat)
+            .env("SOCKSTAT_TIMINGS", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+        else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&o.stderr).lines() {
+            let Some(rest) = line.strip_prefix("sockstat: timing: ") else {
+                continue;
+            };
+            let (name, ms) = if let Some((n, r)) = rest.split_once(" took ") {
+                (n, r.split(' ').next())
+            } else if let Some((n, r)) = rest.split_once(" +") {
+                (n, r.split(' ').next())
+            } else {
+                continue;
+            };
+            if let Some(ms) = ms.and_then(|m| m.parse::<f64>().ok()) {
+                by.entry(name.to_string()).or_default().push(ms);
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for (k, mut v) in by {
+        v.sort_by(|a, b| a.total_cmp(b));
+        out.insert(k, json!(v[v.len() / 2]));
+    }
+    Value::Object(out)
+}
+
+/// Starts `sockstat serve` on [`tools::SERVE_ADDR`] and waits (at most 20 s) until it answers
+/// a first scrape (which has no findings yet: diagnosis needs two collections).
+fn start_serve(env: &Env) -> Option<Child> {
+    let s = env.sockstat.as_ref()?;
+    let mut child = Command::new(s)
+        .args(["serve", "--listen", tools::SERVE_ADDR])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let url = format!("http://{}/metrics", tools::SERVE_ADDR);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        let ok = Command::new("curl")
+            .args(["-sf", "-o", "/dev/null", &url])
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(child);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
 fn floor_truth(env: &Env, t: &Truth) -> Option<check::FloorCount> {
     let mut argv = vec![env.sockfloor.display().to_string(), "truth".into()];
     for p in &t.churn {
@@ -287,7 +354,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
     if a.mode == "cold" {
         // the very first look at this fresh table
         let Some(tool) = sel.first() else { return 2 };
-        let idle = wait_quiet(0.85, Duration::from_secs(60));
+        let idle = wait_quiet(0.85, Duration::from_secs(a.quiet_wait.min(60)));
         let (ms, rss, code) = timed_once(tool, &a.dir.join(format!("rss-cold-{}.txt", tool.id)));
         let v = json!({"id": tool.id, "cold_ms": ms, "cold_rss_kib": rss, "exit": code, "idle_before": idle,
                        "build_s": tv.get("build_s")});
@@ -396,7 +463,19 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             } else {
                 a.runs
             };
-            let idle = wait_quiet(0.85, Duration::from_secs(90));
+            // The exporter answers the scrape tool: started before its series, stopped after.
+            let serve = if tool.id == "serve-scrape" {
+                match start_serve(&a.env) {
+                    Some(c) => Some(c),
+                    None => {
+                        eprintln!("sockbench: sockstat serve did not answer; scrape not timed");
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let idle = wait_quiet(0.85, Duration::from_secs(a.quiet_wait));
             let hf = a.dir.join(format!("hf-{}.json", tool.id));
             let log = std::fs::File::create(a.dir.join(format!("hf-{}.log", tool.id))).ok();
             let mut cmd = Command::new("hyperfine");
@@ -420,6 +499,26 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
             // one more warm run for the peak RSS
             let (rss_ms, rss, code) = timed_once(tool, &a.dir.join(format!("rss-{}.txt", tool.id)));
+            // The exporter's own account of its collections, and the size of what it serves.
+            let scrape = serve.map(|mut child| {
+                let mut collect = Vec::new();
+                let mut bytes = 0;
+                for _ in 0..5 {
+                    let (body, _, _) = capture(&tool.argv[..2].iter().cloned().chain([format!("http://{}/metrics", tools::SERVE_ADDR)]).collect::<Vec<_>>(), Duration::from_secs(60));
+                    bytes = body.len();
+                    if let Some(v) = body
+                        .lines()
+                        .find_map(|l| l.strip_prefix("sockstat_collect_duration_seconds "))
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                    {
+                        collect.push(v * 1e3);
+                    }
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                collect.sort_by(|a, b| a.total_cmp(b));
+                json!({"collect_ms_median": collect.get(collect.len() / 2), "collect_ms_all": collect, "body_bytes": bytes})
+            });
             let hv: Value = std::fs::read_to_string(&hf)
                 .ok()
                 .and_then(|s| serde_json::from_str(&s).ok())
@@ -440,6 +539,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
                 "id": tool.id, "runs": runs, "median_ms": ms("median"), "min_ms": ms("min"), "max_ms": ms("max"),
                 "mean_ms": ms("mean"), "stddev_ms": ms("stddev"), "user_s": r.get("user"), "system_s": r.get("system"),
                 "idle_before": idle, "rss_kib": rss, "rss_run_ms": rss_ms, "rss_run_exit": code, "command": format!("sh -c '{}'", tool.shell()),
+                "scrape": scrape,
             }));
         }
     }
@@ -448,7 +548,7 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
         && !crate::STOP.load(std::sync::atomic::Ordering::SeqCst)
     {
         if let Some(py) = &a.env.python {
-            let idle = wait_quiet(0.85, Duration::from_secs(90));
+            let idle = wait_quiet(0.85, Duration::from_secs(a.quiet_wait));
             let ok = crate::pycall::run(py, &a.env.scripts, &a.dir, a.runs);
             eprintln!(
                 "sockbench: python calls {} (idle {:.0}%)",
@@ -461,7 +561,13 @@ fn run_mode(a: &Args, tv: &Value, t: &Truth) -> i32 {
             );
         }
     }
-    let v = json!({"n": a.n, "procs": a.procs, "truth": tv, "checks": checks, "timings": timings,
+    // Where the listing's time goes: its phases as SOCKSTAT_TIMINGS reports them (median of 9).
+    let phases = if a.mode == "warm" && a.tools.iter().any(|t| t == "sockstat") {
+        a.env.sockstat.as_ref().map(|s| phase_medians(s, 9))
+    } else {
+        None
+    };
+    let v = json!({"n": a.n, "procs": a.procs, "truth": tv, "checks": checks, "timings": timings, "phases": phases,
                    "loadavg_start": load_start, "loadavg_end": load()});
     let _ = std::fs::write(
         a.dir.join("main.json"),

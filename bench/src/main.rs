@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 pub const NICE: libc::c_int = -15;
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
+/// `--quiet-wait`, for the namespaces' runners.
+pub static QUIET_WAIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(90);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
@@ -53,12 +55,14 @@ pub struct Opts {
     pub tools: Option<Vec<String>>,
     pub check_only: bool,
     pub python: Option<PathBuf>,
+    /// Longest wait, before each tool's series, for the machine to be 85 % idle (seconds).
+    pub quiet_wait: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: sockbench run [--scales 1k,10k,100k,200k] [--runs N] [--out DIR] [--doc FILE|--no-doc]\n\
-         \x20                [--sockstat PATH|--no-sockstat] [--no-build] [--cold all|sockstat|none] [--tools a,b,..]\n\
+         \x20                [--sockstat PATH|--no-sockstat] [--no-build] [--cold all|sockstat|none] [--tools a,b,..] [--quiet-wait SECS]\n\
          \x20                [--python PATH]   (psutil and the sockstat Python package: python3 by default)\n\
          \x20      sockbench report [--scales ..] [--out DIR] [--doc FILE]   (re-render from saved results)\n\
          \x20      sockbench python --python PATH [--scales 1k,10k,100k] [--runs N]   (only the Python call rows,\n\
@@ -110,6 +114,7 @@ fn main() {
         tools: None,
         check_only: cmd == "check",
         python: None,
+        quiet_wait: 90,
     };
     let (mut n, mut p) = (300usize, 10usize);
     let mut scales_given = false;
@@ -144,6 +149,7 @@ fn main() {
             "--no-sockstat" => o.sockstat = None,
             "--no-build" => o.build = false,
             "--cold" => o.cold = v(),
+            "--quiet-wait" => o.quiet_wait = v().parse().unwrap_or_else(|_| usage()),
             "--tools" => o.tools = Some(v().split(',').map(String::from).collect()),
             "--python" => o.python = Some(PathBuf::from(v())),
             _ => usage(),
@@ -182,6 +188,7 @@ fn main() {
 }
 
 fn outer(mut o: Opts) -> i32 {
+    QUIET_WAIT.store(o.quiet_wait, Ordering::SeqCst);
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("sockbench: needs root (network and pid namespaces, RLIMIT_NOFILE)");
         return 2;
@@ -242,6 +249,8 @@ fn outer(mut o: Opts) -> i32 {
             "git": git(&["rev-parse", "--short", "HEAD"]),
             "git_dirty": !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty(),
             "sockstat_version": version,
+            "quiet_wait_s": o.quiet_wait,
+            "loadavg_at_start": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
             "started_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         });
         let _ = std::fs::write(o.out.join("run.json"), meta.to_string());
@@ -426,6 +435,7 @@ fn in_namespace(
     tag: &str,
 ) -> i32 {
     let me = std::env::current_exe().expect("current_exe");
+    let quiet_wait = QUIET_WAIT.load(Ordering::SeqCst);
     let mut cmd = Command::new("unshare");
     cmd.args([
         "--net",
@@ -446,6 +456,8 @@ fn in_namespace(
         mode,
         "--runs",
         &runs.to_string(),
+        "--quiet-wait",
+        &quiet_wait.to_string(),
     ])
     .arg("--dir")
     .arg(dir)

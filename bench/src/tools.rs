@@ -7,6 +7,41 @@ use std::process::{Command, Stdio};
 
 /// Port of the generator's first TCP listeners (`127.0.0.1:2000` and `[::1]:2000`).
 pub const PROBE_PORT: u16 = 2000;
+/// A generator worker's pid in its pid namespace (the coordinator is pid 6, its workers follow):
+/// the `--pid` query.
+pub const PROBE_PID: u32 = 10;
+/// One of the generator's loopback addresses: the `--src`/`--dst` queries.
+pub const PROBE_ADDR: &str = "127.0.0.3";
+/// Where the exporter listens inside the benchmark namespace.
+pub const SERVE_ADDR: &str = "127.0.0.1:19277";
+
+/// The filtered queries, each beside the `ss` query that selects the same sockets without
+/// process mapping: (sockstat tool id, ss tool id, what is asked). `ss` ids may be absent.
+pub const FILTERED: &[(&str, &str, &str)] = &[
+    ("sockstat-l", "ss-ln", "listening sockets"),
+    ("sockstat-l46", "ss-tuln", "listening inet sockets"),
+    ("sockstat-p46", "ss-port", "one port, inet"),
+    ("sockstat-src", "ss-src", "one local address"),
+    ("sockstat-dst", "ss-dst", "one remote address"),
+    ("sockstat-tw", "ss-tw", "one state (TIME-WAIT)"),
+    ("sockstat-pid", "", "one process (--pid)"),
+    ("sockstat-cmd", "", "a command that matches nothing"),
+    (
+        "sockstat-summary",
+        "ss-an",
+        "counts only (ss: every socket, no owners)",
+    ),
+    (
+        "sockstat-46",
+        "ss-tuan",
+        "every inet socket (ss: no owners)",
+    ),
+    (
+        "sockstat-T",
+        "ss-tin",
+        "TCP connections with internals (ss: no owners)",
+    ),
+];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Parser {
@@ -105,6 +140,15 @@ impl Env {
             lsof: crate::which("lsof").is_some(),
             debsockstat,
             pycall,
+        }
+    }
+
+    /// An environment with every tool present, for their labels only.
+    pub fn default_labels() -> Env {
+        Env {
+            sockstat: Some(PathBuf::from("sockstat")),
+            ss: true,
+            ..Env::default()
         }
     }
 
@@ -270,7 +314,79 @@ pub fn all_tools(env: &Env) -> Vec<Tool> {
             ),
         });
     }
+    if let Some(s) = &env.sockstat {
+        // The filtered queries (doc/BENCHMARKS.md, "Filtered queries"), timed, not checked.
+        let s = s.display().to_string();
+        let port = PROBE_PORT.to_string();
+        let pid = PROBE_PID.to_string();
+        let q = |id: &'static str, extra: &[&str]| {
+            let mut argv = vec![s.clone()];
+            argv.extend(extra.iter().map(|x| x.to_string()));
+            Tool {
+                id,
+                label: format!("`sockstat {}`", extra.join(" ")),
+                argv,
+                check: None,
+            }
+        };
+        t.push(q("sockstat-l46", &["-l", "-4", "-6"]));
+        t.push(q("sockstat-p46", &["-p", &port, "-4", "-6"]));
+        t.push(q("sockstat-src", &["--src", PROBE_ADDR]));
+        t.push(q("sockstat-dst", &["--dst", PROBE_ADDR]));
+        t.push(q("sockstat-tw", &["--state", "time-wait"]));
+        t.push(q("sockstat-pid", &["--pid", &pid]));
+        t.push(q("sockstat-cmd", &["--command", "nomatch"]));
+        t.push(q("sockstat-summary", &["--summary"]));
+        t.push(q("sockstat-T", &["-T", "-c", "-4", "-6"]));
+        t.push(Tool {
+            id: "sockstat-version",
+            label: "`sockstat --version` (process start)".into(),
+            argv: vec![s.clone(), "--version".into()],
+            check: None,
+        });
+        t.push(Tool {
+            id: "serve-scrape",
+            label: format!(
+                "`sockstat serve` scrape (`curl http://{SERVE_ADDR}/metrics`, curl's start included)"
+            ),
+            argv: vec![
+                "curl".into(),
+                "-sf".into(),
+                "-o".into(),
+                "/dev/null".into(),
+                format!("http://{SERVE_ADDR}/metrics"),
+            ],
+            check: None,
+        });
+    }
     if env.ss {
+        let ss = |id: &'static str, args: &[&str]| Tool {
+            id,
+            label: format!("`ss {}`", args.join(" ")),
+            argv: std::iter::once("ss".to_string())
+                .chain(args.iter().map(|a| {
+                    if a.contains(' ') {
+                        format!("\"{a}\"")
+                    } else {
+                        a.to_string()
+                    }
+                }))
+                .collect(),
+            check: None,
+        };
+        let port = PROBE_PORT.to_string();
+        t.push(ss("ss-ln", &["-ln"]));
+        t.push(ss("ss-tuln", &["-tuln"]));
+        t.push(ss(
+            "ss-port",
+            &["-tuan", &format!("sport = :{port} or dport = :{port}")],
+        ));
+        t.push(ss("ss-src", &["-tuan", "src", PROBE_ADDR]));
+        t.push(ss("ss-dst", &["-tuan", "dst", PROBE_ADDR]));
+        t.push(ss("ss-tw", &["-tan", "state", "time-wait"]));
+        t.push(ss("ss-an", &["-an"]));
+        t.push(ss("ss-tin", &["-tin"]));
+        t.push(ss("ss-tinp", &["-tinp"]));
         t.push(Tool {
             id: "ss-tuanp",
             label: "`ss -tuanp`".into(),

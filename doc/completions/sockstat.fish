@@ -42,7 +42,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l count -d 'Stop after 
 complete -c sockstat -n "__fish_sockstat_needs_command" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
-complete -c sockstat -n "__fish_sockstat_needs_command" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc'
 proc\t'/proc/PID/fd only'
 bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_needs_command" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
@@ -72,7 +72,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s C -d 'Show the conges
 complete -c sockstat -n "__fish_sockstat_needs_command" -s m -l memory -d 'Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l cgroup -d 'Show the cgroup each Internet socket was created in (its service or container), from the kernel\'s socket cgroup id: no /proc scan and no privilege needed (CGROUP column)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s v -d 'Print details with every warning'
-complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows (no owner scan, unless --pid, --command or --user selects what is counted)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l csv -d 'CSV with a header row'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l events -d 'Watch for sockets that open and close: one line each (\'+\' opened, \'-\' closed, with the holders), or JSON lines with --json. Implies --watch'
@@ -113,7 +113,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc'
 proc\t'/proc/PID/fd only'
 bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F
@@ -208,7 +208,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l command -d '
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
 proc\t'/proc/net text only (no socket cookies)'"
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc'
 proc\t'/proc/PID/fd only'
 bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l proc-root -d 'Read processes from this directory instead of /proc (testing, post-mortem trees)' -r -F

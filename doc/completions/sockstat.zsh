@@ -34,7 +34,7 @@ never\:"Never"))' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
-'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc"
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc"
 proc\:"/proc/PID/fd only"
 bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
@@ -66,7 +66,7 @@ fish\:"Fish completion"))' \
 '--memory[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
 '--cgroup[Show the cgroup each Internet socket was created in (its service or container), from the kernel'\''s socket cgroup id\: no /proc scan and no privilege needed (CGROUP column)]' \
 '-v[Print details with every warning]' \
-'--summary[Counts by protocol, family and state instead of rows]' \
+'--summary[Counts by protocol, family and state instead of rows (no owner scan, unless --pid, --command or --user selects what is counted)]' \
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
 '--csv[CSV with a header row]' \
 '(--summary --csv)--events[Watch for sockets that open and close\: one line each ('\''+'\'' opened, '\''-'\'' closed, with the holders), or JSON lines with --json. Implies --watch]' \
@@ -121,7 +121,7 @@ _arguments "${_arguments_options[@]}" : \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
-'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc"
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc"
 proc\:"/proc/PID/fd only"
 bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \
@@ -240,7 +240,7 @@ _arguments "${_arguments_options[@]}" : \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
 netlink\:"sock_diag only; a failed dump is an error"
 proc\:"/proc/net text only (no socket cookies)"))' \
-'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator as root (kernel BTF, Linux 5.11+) on hosts with 10,000 or more open files (/proc/sys/fs/file-nr), else /proc"
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc"
 proc\:"/proc/PID/fd only"
 bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
 '--proc-root=[Read processes from this directory instead of /proc (testing, post-mortem trees)]:DIR:_files' \

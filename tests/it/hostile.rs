@@ -155,11 +155,13 @@ fn hostile_unix_path_is_escaped_on_the_terminal_and_exact_in_json() {
     );
     // The client's remote end names the listener's path.
     let client = by[&h.item(2).role("client").inode()];
+    let server = h.item(2).role("server");
+    assert_eq!(client["remote"]["peer"], json!(server.inode()));
     assert_eq!(
-        client["remote"],
-        json!({
-            "peer": h.item(2).role("server").inode(),
-            "path": dir.path().join("c\\n.sock").to_str().unwrap(),
-        })
+        client["remote"]["path"],
+        json!(dir.path().join("c\\n.sock").to_str().unwrap())
     );
+    // And the peer's holder, exact too.
+    assert_eq!(client["remote"]["peer_owners"][0]["pid"], json!(h.pid()));
+    assert_eq!(client["remote"]["peer_owners"][0]["fd"], json!(server.fd()));
 }

@@ -174,7 +174,15 @@ fn every_socket_kind_is_listed_with_its_holders_json() {
             &expected_socket(x, "unix", "unix", "stream", "ESTABLISHED"),
         );
         assert_eq!(got["local"], json!({}));
-        assert_eq!(got["remote"], json!({ "peer": y.inode() }));
+        assert_eq!(got["remote"]["peer"], json!(y.inode()));
+        // The peer's holder, so a script need not look the peer up by inode.
+        let peer_owners: Vec<(u64, u64)> = got["remote"]["peer_owners"]
+            .as_array()
+            .expect("remote.peer_owners")
+            .iter()
+            .map(|o| (o["pid"].as_u64().unwrap(), o["fd"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(peer_owners, [(u64::from(h.pid()), y.fd() as u64)]);
         single(x);
     }
 

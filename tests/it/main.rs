@@ -23,6 +23,7 @@ mod bad_input;
 mod counters;
 mod diagnose_cli;
 mod diagnose_zones;
+mod filter_equivalence;
 mod filters;
 mod hardening_churn;
 mod hardening_faults;

@@ -131,6 +131,13 @@ pub fn collect(query: &Query) -> Result<Snapshot, Error> {
     sys::collect(query)
 }
 
+/// With `SOCKSTAT_TIMINGS` set, prints on stderr how long `phase` took since the library's last
+/// timing line (the benchmark's fixed-cost breakdown; doc/BENCHMARKS.md). Unset: nothing.
+#[doc(hidden)]
+pub fn timing_mark(phase: &str) {
+    sys::timing::mark(phase);
+}
+
 /// Diagnoses the TCP connections `query` selects (in the zones it selects): two samples
 /// `interval` apart, judged by every rule of [`diagnose`], as `sockstat diagnose` does.
 /// `bandwidth`, in bytes per second, sizes buffers for a path of that speed;
@@ -170,7 +177,7 @@ pub fn diagnose_with(
 /// exporter's owner cache refreshes from.
 pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
-    let (scan, _) = sys::owners::scan_any(query, threads);
+    let (scan, _) = sys::owners::scan_any(query, threads, None);
     let scan = scan?;
     Ok(join::Owners {
         index: join::OwnerIndex::new(scan.holders),

@@ -261,8 +261,8 @@ pub enum Source {
 /// How the owner scan reads every process's fd table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OwnerScan {
-    /// The BPF iterator where it can run (root, kernel BTF, Linux 5.11, /proc of this pid
-    /// namespace) and pays off (10,000 or more open files on the host), else `/proc`.
+    /// The BPF iterator where it can run (root or CAP_BPF and CAP_PERFMON, kernel BTF, Linux
+    /// 5.11, /proc of this pid namespace), else `/proc`.
     #[default]
     Auto,
     /// `/proc/PID/fd` only.

@@ -193,6 +193,31 @@ impl<'a> Btf<'a> {
         })
     }
 
+    /// The ids of the first type of each (kind, name), in one pass over the types (each
+    /// [`find`](Btf::find) is a pass of its own).
+    pub fn find_all(&self, wanted: &[(Kind, &str)]) -> Vec<Option<u32>> {
+        let mut found: Vec<Option<u32>> = vec![None; wanted.len()];
+        let mut left = wanted.len();
+        for id in 1..=self.starts.len() as u32 {
+            if left == 0 {
+                break;
+            }
+            let Some((_, k, _, off, _)) = self.record(id) else {
+                continue;
+            };
+            if off == 0 {
+                continue;
+            }
+            for (slot, (kind, name)) in found.iter_mut().zip(wanted) {
+                if slot.is_none() && k == *kind as u8 && self.name_is(off, name.as_bytes()) {
+                    *slot = Some(id);
+                    left -= 1;
+                }
+            }
+        }
+        found
+    }
+
     /// The member `name` of the struct or union `id`, looking inside anonymous struct and union
     /// members (the kernel wraps fields in those, e.g. `randomized_struct_fields_start`).
     /// Bitfields are not returned: nothing here can load them.
@@ -464,6 +489,15 @@ mod tests {
         assert_eq!(btf.find(Kind::Func, "bpf_iter_task_file"), Some(11));
         assert_eq!(btf.find(Kind::Struct, "bpf_iter_task_file"), None);
         assert_eq!(btf.find(Kind::Struct, "file"), Some(8));
+        assert_eq!(
+            btf.find_all(&[
+                (Kind::Struct, "file"),
+                (Kind::Func, "bpf_iter_task_file"),
+                (Kind::Struct, "nope"),
+                (Kind::Struct, "inode")
+            ]),
+            [Some(8), Some(11), None, Some(5)]
+        );
         // A prefix of a name is not the name.
         assert_eq!(btf.find(Kind::Struct, "fil"), None);
         let inode = btf.find(Kind::Struct, "inode").unwrap();

@@ -121,7 +121,7 @@ pub fn fuzz_snmp(data: &[u8]) {
 /// the program assembled from the layout (every jump must stay inside it).
 pub fn fuzz_btf(data: &[u8]) {
     use crate::btf::{Btf, Kind};
-    use crate::task_file::{program, Layout};
+    use crate::task_file::{program, Layout, Maps};
     let Ok(btf) = Btf::parse(data) else { return };
     for id in 0..=btf.len() as u32 + 1 {
         std::hint::black_box((
@@ -134,7 +134,13 @@ pub fn fuzz_btf(data: &[u8]) {
     }
     std::hint::black_box(btf.find(Kind::Struct, "task_struct"));
     if let Ok(l) = Layout::from_btf(&btf) {
-        let p = program(&l);
+        let p = program(
+            &l,
+            Maps {
+                last: 3,
+                wanted: Some(4),
+            },
+        );
         for (at, i) in p.iter().enumerate() {
             let b = i.to_le_bytes();
             if b[0] & 0x07 == 0x05 && b[0] != 0x85 && b[0] != 0x95 {

@@ -1,18 +1,19 @@
-//! The owner scan's BPF iterator (`iter/task_file`, Linux 5.8; `bpf_get_current_task_btf`,
-//! 5.11): a program the kernel runs once per open file of every task, which writes one 24-byte
-//! record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader, with
-//! inode 0 for files that are not sockets (so the reader knows which processes the iterator
-//! visited). The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in clock
-//! ticks) lets the reader tell the process the iterator saw from a later one that reused its
-//! pid before its identity was read. It replaces the
-//! one `readlinkat` per fd of the `/proc` scan with no system call per fd at all
-//! (research/kernel.md §5.2).
+//! The owner scan's BPF iterator (`iter/task_file` and `bpf_seq_write`, Linux 5.8): a program
+//! the kernel runs once per open file of every task, which writes a 24-byte record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader that holds
+//! a wanted socket (every socket, or those whose inodes are keys of a hash map), and one record
+//! with inode 0 for a leader's first other file, so the reader knows which processes the
+//! iterator visited. The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in
+//! clock ticks) lets the reader tell the process the iterator saw from a later one that reused
+//! its pid before its identity was read. It replaces the one `readlinkat` per fd of the `/proc`
+//! scan with no system call per fd at all, and with a map of wanted inodes the reader gets only
+//! the holders of the sockets it will show.
 //!
 //! The program is assembled here, from the running kernel's BTF, rather than compiled from C:
-//! it is 48 instructions, and the only thing a C toolchain and a BPF loader would add is the
-//! relocation of twelve struct member offsets, which [`Layout::from_btf`] reads directly.
-//! (A general loader costs more than the scan it replaces at 10k sockets: aya 0.14 took about
-//! 40 ms to parse BTF and relocate this program on the development machine.) The equivalent C:
+//! it is about 70 instructions, and the only thing a C toolchain and a BPF loader would add is
+//! the relocation of twelve struct member offsets, which [`Layout::from_btf`] reads directly,
+//! and of two map file descriptors. (A general loader costs more than the scan it replaces at
+//! 10k sockets: aya 0.14 took about 40 ms to parse BTF and relocate this program on the
+//! development machine.) The equivalent C:
 //!
 //! ```c
 //! SEC("iter/task_file")
@@ -25,17 +26,36 @@
 //!     struct { u32 tgid, fd; u64 ino, start; } r = { task->tgid, ctx->fd, 0, task->start_boottime };
 //!     struct inode *inode = file->f_inode;
 //!     if (inode && (inode->i_mode & S_IFMT) == S_IFSOCK)
-//!         r.ino = inode->i_ino;                           // else 0: "visited, no socket"
-//!     // in a nested pid namespace, the tgid as the reader's namespace numbers it
-//!     u32 level = bpf_get_current_task_btf()->thread_pid->level;
-//!     struct pid *pid;
-//!     if (level && (bpf_probe_read_kernel(&pid, 8, &task->thread_pid) ||
-//!                   bpf_probe_read_kernel(&r.tgid, 4, &pid->numbers[level].nr)))
-//!         return 0;
+//!         r.ino = inode->i_ino;
+//!     if (r.ino && WANTED && !bpf_map_lookup_elem(&wanted, &r.ino))
+//!         r.ino = 0;                                      // not wanted: as any other file
+//!     if (!r.ino) {                                       // "visited", once per process
+//!         struct last *l = bpf_map_lookup_elem(&last_tgid, &zero);
+//!         if (!l || l->tgid == task->tgid)                // a record was written for it
+//!             return 0;
+//!     }
+//!     // the tgid as the reader's pid namespace numbers it, once per process
+//!     struct last *l = bpf_map_lookup_elem(&last_tgid, &zero);
+//!     if (!l) return 0;
+//!     if (l->tgid == task->tgid) {
+//!         r.tgid = l->nr;
+//!     } else {
+//!         if (!l->level_plus_one)                          // the reader's level, read once
+//!             l->level_plus_one = current_task()->thread_pid->level + 1;   // probe reads
+//!         u32 level = l->level_plus_one - 1;
+//!         struct pid *pid;
+//!         if (level && (bpf_probe_read_kernel(&pid, 8, &task->thread_pid) ||
+//!                       bpf_probe_read_kernel(&r.tgid, 4, &pid->numbers[level].nr)))
+//!             return 0;
+//!         l->tgid = task->tgid, l->nr = r.tgid;
+//!     }
 //!     bpf_seq_write(ctx->meta->seq, &r, sizeof r);
 //!     return 0;
 //! }
 //! ```
+//!
+//! The iterator walks one task's files in a row, so `last_tgid` (written only by this program,
+//! whose reads the kernel serialises) gives each visited process at least one record.
 //!
 //! The tasks an iterator visits are those visible in the reader's pid namespace, so
 //! `numbers[level]` always exists for them.
@@ -45,12 +65,14 @@ use crate::btf::{Btf, Kind};
 /// Size of one record the program writes.
 pub const RECORD_LEN: usize = 24;
 
+/// `BPF_FUNC_map_lookup_elem`.
+const MAP_LOOKUP_ELEM: i32 = 1;
 /// `BPF_FUNC_probe_read_kernel`.
 const PROBE_READ_KERNEL: i32 = 113;
 /// `BPF_FUNC_seq_write`.
 const SEQ_WRITE: i32 = 127;
-/// `BPF_FUNC_get_current_task_btf`.
-const GET_CURRENT_TASK_BTF: i32 = 158;
+/// `BPF_FUNC_get_current_task`.
+const GET_CURRENT_TASK: i32 = 35;
 
 /// Where the program's fields live in the running kernel, read from its BTF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,12 +111,21 @@ impl Layout {
     /// Reads the layout from a kernel's BTF; the error names what is missing or unexpected
     /// (a kernel too old for the iterator, or a layout this program cannot load).
     pub fn from_btf(btf: &Btf<'_>) -> Result<Layout, String> {
-        let attach_btf_id = btf.find(Kind::Func, "bpf_iter_task_file").ok_or(
+        const TYPES: [(Kind, &str); 7] = [
+            (Kind::Func, "bpf_iter_task_file"),
+            (Kind::Struct, "bpf_iter_meta"),
+            (Kind::Struct, "task_struct"),
+            (Kind::Struct, "pid"),
+            (Kind::Struct, "upid"),
+            (Kind::Struct, "file"),
+            (Kind::Struct, "inode"),
+        ];
+        let ids = btf.find_all(&TYPES);
+        let attach_btf_id = ids[0].ok_or(
             "no bpf_iter_task_file in the kernel's BTF (the task_file iterator needs Linux 5.8)",
         )?;
-        let strukt = |name: &str| {
-            btf.find(Kind::Struct, name)
-                .ok_or_else(|| format!("no struct {name} in the kernel's BTF"))
+        let strukt = |i: usize| {
+            ids[i].ok_or_else(|| format!("no struct {} in the kernel's BTF", TYPES[i].1))
         };
         // A member's offset, checked to have the size the program loads.
         let field =
@@ -110,12 +141,12 @@ impl Layout {
                 }
                 Ok((m.offset, size))
             };
-        let meta = strukt("bpf_iter_meta")?;
-        let task = strukt("task_struct")?;
-        let pid = strukt("pid")?;
-        let upid = strukt("upid")?;
-        let file = strukt("file")?;
-        let inode = strukt("inode")?;
+        let meta = strukt(1)?;
+        let task = strukt(2)?;
+        let pid = strukt(3)?;
+        let upid = strukt(4)?;
+        let file = strukt(5)?;
+        let inode = strukt(6)?;
         let numbers = btf
             .member(pid, "numbers")
             .ok_or("no member pid.numbers in the kernel's BTF")?;
@@ -162,6 +193,118 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The layout as text, one `name value` line per field (the owner scan's cache of it).
+    pub fn to_text(&self) -> String {
+        self.fields()
+            .iter()
+            .map(|(k, v)| format!("{k} {v}\n"))
+            .collect()
+    }
+
+    /// Reads [`Layout::to_text`]'s form back; `None` unless every field is there once, with a
+    /// value an instruction can carry (the same bounds [`Layout::from_btf`] checks).
+    pub fn from_text(text: &str) -> Option<Layout> {
+        let mut l = Layout {
+            attach_btf_id: 0,
+            meta_seq: 0,
+            task_pid: 0,
+            task_tgid: 0,
+            task_thread_pid: 0,
+            task_start_boottime: 0,
+            pid_level: 0,
+            pid_numbers: 0,
+            upid_nr: 0,
+            upid_size: 0,
+            file_inode: 0,
+            inode_mode: 0,
+            inode_ino: 0,
+            inode_ino_size: 0,
+        };
+        let names: Vec<&str> = l.fields().iter().map(|(k, _)| *k).collect();
+        let mut seen = vec![false; names.len()];
+        for line in text.lines() {
+            let (k, v) = line.split_once(' ')?;
+            let i = names.iter().position(|n| *n == k)?;
+            if std::mem::replace(&mut seen[i], true) {
+                return None;
+            }
+            let v: u32 = v.parse().ok()?;
+            if i > 0 && v > i16::MAX as u32 {
+                return None;
+            }
+            *l.field_mut(i) = v;
+        }
+        let sizes_ok = matches!(l.inode_ino_size, 4 | 8) && l.upid_size > 0;
+        (seen.iter().all(|&x| x) && sizes_ok && l.attach_btf_id > 0).then_some(l)
+    }
+
+    fn fields(&self) -> [(&'static str, u32); 14] {
+        [
+            ("attach_btf_id", self.attach_btf_id),
+            ("meta_seq", self.meta_seq),
+            ("task_pid", self.task_pid),
+            ("task_tgid", self.task_tgid),
+            ("task_thread_pid", self.task_thread_pid),
+            ("task_start_boottime", self.task_start_boottime),
+            ("pid_level", self.pid_level),
+            ("pid_numbers", self.pid_numbers),
+            ("upid_nr", self.upid_nr),
+            ("upid_size", self.upid_size),
+            ("file_inode", self.file_inode),
+            ("inode_mode", self.inode_mode),
+            ("inode_ino", self.inode_ino),
+            ("inode_ino_size", self.inode_ino_size),
+        ]
+    }
+
+    fn field_mut(&mut self, i: usize) -> &mut u32 {
+        match i {
+            0 => &mut self.attach_btf_id,
+            1 => &mut self.meta_seq,
+            2 => &mut self.task_pid,
+            3 => &mut self.task_tgid,
+            4 => &mut self.task_thread_pid,
+            5 => &mut self.task_start_boottime,
+            6 => &mut self.pid_level,
+            7 => &mut self.pid_numbers,
+            8 => &mut self.upid_nr,
+            9 => &mut self.upid_size,
+            10 => &mut self.file_inode,
+            11 => &mut self.inode_mode,
+            12 => &mut self.inode_ino,
+            _ => &mut self.inode_ino_size,
+        }
+    }
+}
+
+/// The GNU build id of the running kernel from its ELF notes (`/sys/kernel/notes`): the
+/// descriptor of the first `NT_GNU_BUILD_ID` note named `GNU`. `None` when there is none or the
+/// notes are malformed.
+pub fn kernel_build_id(notes: &[u8]) -> Option<&[u8]> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(notes.get(at..at + 4)?.try_into().ok()?))
+    };
+    let pad = |n: usize| n.checked_add(3).map(|x| x & !3);
+    let mut at = 0usize;
+    while at + 12 <= notes.len() {
+        let namesz = word(at)? as usize;
+        let descsz = word(at + 4)? as usize;
+        let kind = word(at + 8)?;
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(pad(namesz)?)?;
+        let end = desc_at.checked_add(pad(descsz)?)?;
+        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
+        let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
+            return Some(desc);
+        }
+        at = end;
+    }
+    None
+}
+
 /// One eBPF instruction (`struct bpf_insn`), encoded.
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
     let mut b = [0u8; 8];
@@ -184,7 +327,12 @@ const ADD64_IMM: u8 = 0x07;
 const ADD64_REG: u8 = 0x0f;
 const MUL64_IMM: u8 = 0x27;
 const AND64_IMM: u8 = 0x57;
+const JA: u8 = 0x05;
 const JEQ_IMM: u8 = 0x15;
+const JEQ_REG: u8 = 0x1d;
+const LD_IMM64: u8 = 0x18;
+/// `BPF_PSEUDO_MAP_FD`: the 64-bit immediate of a `LD_IMM64` is a map file descriptor.
+const PSEUDO_MAP_FD: u8 = 1;
 const JNE_IMM: u8 = 0x55;
 const JNE_REG: u8 = 0x5d;
 const CALL: u8 = 0x85;
@@ -201,6 +349,11 @@ struct Asm {
 enum Label {
     Out,
     StoreIno,
+    Marker,
+    Translate,
+    NewTask,
+    HaveLevel,
+    Store,
     Write,
 }
 
@@ -239,14 +392,35 @@ impl Asm {
     fn call(&mut self, helper: i32) {
         self.op(CALL, 0, 0, 0, helper);
     }
+
+    /// `dst = map` (a 16-byte `LD_IMM64` the kernel resolves from the map's fd).
+    fn map_fd(&mut self, dst: u8, fd: i32) {
+        self.op(LD_IMM64, dst, PSEUDO_MAP_FD, 0, fd);
+        self.op(0, 0, 0, 0, 0);
+    }
 }
 
-/// Assembles the iterator program for `layout` (see the module documentation for its C).
-pub fn program(l: &Layout) -> Vec<u64> {
+/// The maps the program reads, by file descriptor (the kernel takes each program's own
+/// reference at load, so they may be closed after it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maps {
+    /// An array map of one 16-byte value (key `u32` 0): the tgid (in the initial pid
+    /// namespace) of the last process a record was written for, so that a process whose fds
+    /// hold no wanted socket still gets one record (inode 0) saying it was visited; the reader's
+    /// pid namespace level plus one (0 until read); the last process's number in the reader's
+    /// namespace.
+    pub last: i32,
+    /// A hash map whose keys (`u64`) are the socket inodes wanted; `None` wants every socket.
+    pub wanted: Option<i32>,
+}
+
+/// Assembles the iterator program for `layout` (see the module documentation for its C), with
+/// the maps at `maps`.
+pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     const S_IFMT: i32 = 0o170000;
     const S_IFSOCK: i32 = 0o140000;
     let mut a = Asm {
-        code: Vec::with_capacity(48),
+        code: Vec::with_capacity(80),
         jumps: Vec::new(),
     };
     // The context is the iterator function's arguments, 8 bytes each: (meta, task, fd, file).
@@ -259,12 +433,13 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.load(4, 2, 7, l.task_pid); // leaders only, as /proc/PID/fd
     a.load(4, 3, 7, l.task_tgid);
     a.jump(JNE_REG, 2, 3, 0, Label::Out);
-    // The record is fp[-24..0]: tgid -24, fd -20, ino -16, start -8; fp[-32] is scratch.
+    // The record is fp[-24..0]: tgid -24, fd -20, ino -16, start -8; fp[-32] is scratch and
+    // fp[-40] the `last` map's key.
     a.op(STX_W, 10, 3, -24, 0); // r.tgid = task->tgid (the initial namespace's number)
     a.op(STX_W, 10, 9, -20, 0); // r.fd
     a.load(8, 4, 7, l.task_start_boottime);
     a.op(STX_DW, 10, 4, -8, 0); // r.start = task->start_boottime
-                                // r.ino = the socket inode, or 0 for any other file (so the task is seen as visited).
+                                // r.ino = the socket inode, or 0 for any other file.
     a.op(MOV64_IMM, 3, 0, 0, 0);
     a.load(8, 2, 8, l.file_inode);
     a.jump(JEQ_IMM, 2, 0, 0, Label::StoreIno);
@@ -274,12 +449,76 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.load(l.inode_ino_size, 3, 2, l.inode_ino);
     a.place(Label::StoreIno);
     a.op(STX_DW, 10, 3, -16, 0);
-    // In a nested pid namespace, r.tgid as the reader's namespace numbers it:
-    // task->thread_pid->numbers[level].nr, read with probe_read_kernel.
-    a.call(GET_CURRENT_TASK_BTF);
-    a.load(8, 0, 0, l.task_thread_pid);
-    a.load(4, 9, 0, l.pid_level);
-    a.jump(JEQ_IMM, 9, 0, 0, Label::Write);
+    a.jump(JEQ_IMM, 3, 0, 0, Label::Marker);
+    match maps.wanted {
+        Some(fd) => {
+            // A socket: written when it is wanted; otherwise treated as any other file.
+            a.map_fd(1, fd);
+            a.op(MOV64_REG, 2, 10, 0, 0);
+            a.op(ADD64_IMM, 2, 0, 0, -16);
+            a.call(MAP_LOOKUP_ELEM);
+            a.jump(JNE_IMM, 0, 0, 0, Label::Translate);
+            a.op(MOV64_IMM, 1, 0, 0, 0);
+            a.op(STX_DW, 10, 1, -16, 0);
+        }
+        None => a.jump(JA, 0, 0, 0, Label::Translate),
+    }
+    // Not a wanted socket: one record (inode 0) for the process's first such file, so the
+    // reader knows the iterator visited it (no record yet for this process: `last` is another).
+    a.place(Label::Marker);
+    a.op(MOV64_IMM, 1, 0, 0, 0);
+    a.op(STX_W, 10, 1, -40, 0);
+    a.map_fd(1, maps.last);
+    a.op(MOV64_REG, 2, 10, 0, 0);
+    a.op(ADD64_IMM, 2, 0, 0, -40);
+    a.call(MAP_LOOKUP_ELEM);
+    a.jump(JEQ_IMM, 0, 0, 0, Label::Out);
+    a.op(LDX_W, 1, 0, 0, 0);
+    a.op(LDX_W, 2, 10, -24, 0);
+    a.jump(JEQ_REG, 1, 2, 0, Label::Out);
+    a.place(Label::Translate);
+    // r.tgid as the reader's pid namespace numbers it: task->thread_pid->numbers[level].nr,
+    // with `level` the reader's (read once, from the current task, and kept in the map) and
+    // the last process's number kept too, so each process is translated once.
+    a.op(MOV64_IMM, 1, 0, 0, 0);
+    a.op(STX_W, 10, 1, -40, 0);
+    a.map_fd(1, maps.last);
+    a.op(MOV64_REG, 2, 10, 0, 0);
+    a.op(ADD64_IMM, 2, 0, 0, -40);
+    a.call(MAP_LOOKUP_ELEM);
+    a.jump(JEQ_IMM, 0, 0, 0, Label::Out);
+    a.op(MOV64_REG, 8, 0, 0, 0); // r8 = the map's value (file is no longer needed)
+    a.op(LDX_W, 2, 10, -24, 0);
+    a.op(STX_W, 10, 2, -56, 0); // the initial namespace's tgid, kept
+    a.op(LDX_W, 1, 8, 0, 0);
+    a.jump(JNE_REG, 1, 2, 0, Label::NewTask);
+    a.op(LDX_W, 1, 8, 8, 0); // the same process as the last record: its number is known
+    a.op(STX_W, 10, 1, -24, 0);
+    a.jump(JA, 0, 0, 0, Label::Write);
+    a.place(Label::NewTask);
+    a.op(LDX_W, 9, 8, 4, 0); // level + 1, or 0 when not read yet
+    a.jump(JNE_IMM, 9, 0, 0, Label::HaveLevel);
+    a.call(GET_CURRENT_TASK);
+    a.op(MOV64_REG, 3, 0, 0, 0);
+    a.op(ADD64_IMM, 3, 0, 0, l.task_thread_pid as i32);
+    a.op(MOV64_REG, 1, 10, 0, 0);
+    a.op(ADD64_IMM, 1, 0, 0, -32);
+    a.op(MOV64_IMM, 2, 0, 0, 8);
+    a.call(PROBE_READ_KERNEL); // fp[-32] = current->thread_pid
+    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.op(LDX_DW, 3, 10, -32, 0);
+    a.op(ADD64_IMM, 3, 0, 0, l.pid_level as i32);
+    a.op(MOV64_REG, 1, 10, 0, 0);
+    a.op(ADD64_IMM, 1, 0, 0, -48);
+    a.op(MOV64_IMM, 2, 0, 0, 4);
+    a.call(PROBE_READ_KERNEL); // fp[-48] = its level
+    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.op(LDX_W, 9, 10, -48, 0);
+    a.op(ADD64_IMM, 9, 0, 0, 1);
+    a.op(STX_W, 8, 9, 4, 0);
+    a.place(Label::HaveLevel);
+    a.op(ADD64_IMM, 9, 0, 0, -1);
+    a.jump(JEQ_IMM, 9, 0, 0, Label::Store);
     a.op(MUL64_IMM, 9, 0, 0, l.upid_size as i32);
     a.op(ADD64_IMM, 9, 0, 0, (l.pid_numbers + l.upid_nr) as i32);
     a.op(MOV64_REG, 1, 10, 0, 0);
@@ -296,6 +535,12 @@ pub fn program(l: &Layout) -> Vec<u64> {
     a.op(MOV64_IMM, 2, 0, 0, 4);
     a.call(PROBE_READ_KERNEL); // r.tgid = numbers[level].nr
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.place(Label::Store);
+    // Only a complete translation is kept: last = (this tgid, its number).
+    a.op(LDX_W, 1, 10, -24, 0);
+    a.op(STX_W, 8, 1, 8, 0);
+    a.op(LDX_W, 1, 10, -56, 0);
+    a.op(STX_W, 8, 1, 0, 0);
     a.place(Label::Write);
     // seq_write(ctx->meta->seq, &r, 24)
     a.load(8, 1, 6, l.meta_seq);
@@ -465,40 +710,91 @@ mod tests {
     fn program_shape() {
         let data = kernel_like();
         let l = Layout::from_btf(&Btf::parse(&data).unwrap()).unwrap();
-        let p = program(&l);
-        let code = |i: &u64| i.to_le_bytes()[0];
-        // Ends with r0 = 0; exit.
-        assert_eq!(code(&p[p.len() - 1]), EXIT);
-        assert_eq!(code(&p[p.len() - 2]), MOV64_IMM);
-        // Every conditional jump goes forward, inside the program (no loops, no escapes).
-        for (at, i) in p.iter().enumerate() {
-            if matches!(code(i), JEQ_IMM | JNE_IMM | JNE_REG) {
-                let off = i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]);
-                assert!(off >= 0, "backward jump at {at}");
-                assert!(
-                    at as i64 + 1 + i64::from(off) < p.len() as i64,
-                    "jump out at {at}"
-                );
+        for wanted in [None, Some(7)] {
+            let p = program(&l, Maps { last: 6, wanted });
+            let code = |i: &u64| i.to_le_bytes()[0];
+            // Ends with r0 = 0; exit.
+            assert_eq!(code(&p[p.len() - 1]), EXIT);
+            assert_eq!(code(&p[p.len() - 2]), MOV64_IMM);
+            // Every jump goes forward, inside the program (no loops, no escapes).
+            for (at, i) in p.iter().enumerate() {
+                if matches!(code(i), JA | JEQ_IMM | JEQ_REG | JNE_IMM | JNE_REG) {
+                    let off = i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]);
+                    assert!(off >= 0, "backward jump at {at}");
+                    assert!(
+                        at as i64 + 1 + i64::from(off) < p.len() as i64,
+                        "jump out at {at}"
+                    );
+                }
             }
+            // The maps' fds, each in a 16-byte load.
+            let fds: Vec<i32> = p
+                .iter()
+                .filter(|i| code(i) == LD_IMM64)
+                .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
+                .collect();
+            let mut want_fds = wanted.into_iter().collect::<Vec<_>>();
+            want_fds.extend([6, 6]);
+            assert_eq!(fds, want_fds);
+            // The helper calls, the last one seq_write.
+            let calls: Vec<i32> = p
+                .iter()
+                .filter(|i| code(i) == CALL)
+                .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
+                .collect();
+            let mut want = vec![MAP_LOOKUP_ELEM; fds.len()];
+            want.extend([
+                GET_CURRENT_TASK,
+                PROBE_READ_KERNEL,
+                PROBE_READ_KERNEL,
+                PROBE_READ_KERNEL,
+                PROBE_READ_KERNEL,
+                SEQ_WRITE,
+            ]);
+            assert_eq!(calls, want);
+            // The inode offset made it into the i_ino load.
+            assert!(p.iter().any(|i| code(i) == LDX_DW
+                && i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]) == 64));
         }
-        // Three helper calls, the last one seq_write.
-        let calls: Vec<i32> = p
-            .iter()
-            .filter(|i| code(i) == CALL)
-            .map(|i| i32::from_le_bytes(i.to_le_bytes()[4..8].try_into().unwrap()))
-            .collect();
+    }
+
+    #[test]
+    fn the_layout_survives_its_text_form_and_bad_text_is_refused() {
+        let data = kernel_like();
+        let l = Layout::from_btf(&Btf::parse(&data).unwrap()).unwrap();
+        let text = l.to_text();
+        assert_eq!(Layout::from_text(&text), Some(l));
+        // A field missing, repeated, out of range, or unknown: refused.
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(Layout::from_text(&lines[1..].join("\n")), None);
+        assert_eq!(Layout::from_text(&format!("{text}task_pid 8\n")), None);
         assert_eq!(
-            calls,
-            [
-                GET_CURRENT_TASK_BTF,
-                PROBE_READ_KERNEL,
-                PROBE_READ_KERNEL,
-                SEQ_WRITE
-            ]
+            Layout::from_text(&text.replace("inode_ino 64", "inode_ino 40000")),
+            None
         );
-        // The inode offset made it into the i_ino load.
-        assert!(p.iter().any(|i| code(i) == LDX_DW
-            && i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]) == 64));
+        assert_eq!(Layout::from_text(&format!("{text}bogus 1\n")), None);
+        assert_eq!(Layout::from_text(""), None);
+    }
+
+    #[test]
+    fn the_build_id_is_found_among_the_notes() {
+        let mut notes = Vec::new();
+        let mut note = |name: &[u8], kind: u32, desc: &[u8]| {
+            notes.extend_from_slice(&(name.len() as u32).to_ne_bytes());
+            notes.extend_from_slice(&(desc.len() as u32).to_ne_bytes());
+            notes.extend_from_slice(&kind.to_ne_bytes());
+            for part in [name, desc] {
+                notes.extend_from_slice(part);
+                notes.resize(notes.len().next_multiple_of(4), 0);
+            }
+        };
+        note(b"Linux\0", 6, b"6.18\0");
+        note(b"GNU\0", 3, &[0xab; 20]);
+        assert_eq!(kernel_build_id(&notes), Some(&[0xab; 20][..]));
+        for cut in 0..notes.len() {
+            let _ = kernel_build_id(&notes[..cut]);
+        }
+        assert_eq!(kernel_build_id(&notes[..28]), None);
     }
 
     #[test]

@@ -643,6 +643,11 @@ pub struct Snapshot {
     /// sockets are bound to (packet sockets, `SO_BINDTODEVICE`); an index missing here is shown
     /// as a number (the interface went away, or the zone was read from outside).
     pub interfaces: HashMap<(Option<u64>, u32), String>,
+    /// The holders of unix sockets that are the peers of sockets listed, by inode, for peers
+    /// whose holders the listing does not show itself: a peer the filters left out, or, with an
+    /// owner filter (`--pid`, `--command`, `--user`), any peer. Every holder, whatever the
+    /// filter. [`Snapshot::peer_owners`] looks a peer up here first, then among the sockets.
+    pub peer_owners: HashMap<u64, Vec<Owner>>,
 }
 
 impl Snapshot {
@@ -659,6 +664,20 @@ impl Snapshot {
     /// The name of interface `ifindex` in the namespace of socket `s`, when known.
     pub fn interface_name(&self, s: &Socket, ifindex: u32) -> Option<&str> {
         self.interfaces.get(&(s.netns, ifindex)).map(String::as_str)
+    }
+
+    /// Every holder of the unix socket `peer` (the peer of a listed socket) as far as the
+    /// listing knows them: from [`Snapshot::peer_owners`], else from the listed socket with
+    /// that inode (`listed`, e.g. an index of the listed unix sockets by inode).
+    pub fn peer_holders<'a>(
+        &'a self,
+        peer: u64,
+        listed: impl FnOnce(u64) -> Option<&'a Socket>,
+    ) -> &'a [Owner] {
+        match self.peer_owners.get(&peer) {
+            Some(o) => o,
+            None => listed(peer).map_or(&[], |s| &s.owners[..]),
+        }
     }
 
     /// The process record of a pid.

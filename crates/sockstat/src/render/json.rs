@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::Options;
 use crate::model::tcp::{Memory, TcpDetails};
-use crate::model::{Endpoint, OwnersStatus, RawString, Snapshot, Socket, UnixName, Warning};
+use crate::model::{Endpoint, Owner, OwnersStatus, RawString, Snapshot, Socket, UnixName, Warning};
 
 /// Version of the JSON document. Adding fields keeps it; renaming or removing one bumps it.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -60,6 +60,9 @@ pub(crate) struct JsonEndpoint<'a> {
     ifindex: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     interface: Option<&'a str>,
+    /// Every holder of a unix peer (`remote` only), whatever the filters selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer_owners: Option<Vec<JsonOwner<'a>>>,
 }
 
 fn unix_path(name: &UnixName) -> (std::borrow::Cow<'_, str>, Option<String>) {
@@ -201,7 +204,16 @@ struct JsonWarning<'a> {
 
 /// Every holder of `s` as the contract's owner objects.
 pub(crate) fn owners<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> Vec<JsonOwner<'a>> {
-    s.owners
+    owner_objects(snap, &s.owners, opts)
+}
+
+/// Holders as the contract's owner objects.
+fn owner_objects<'a>(
+    snap: &'a Snapshot,
+    owners: &'a [Owner],
+    opts: &Options,
+) -> Vec<JsonOwner<'a>> {
+    owners
         .iter()
         .map(|o| {
             let p = snap.process(o.pid);
@@ -254,13 +266,56 @@ pub(crate) fn cgroup<'a>(snap: &'a Snapshot, s: &Socket, opts: &Options) -> Opti
     })
 }
 
+/// The listed unix sockets by inode, to find a peer's holders.
+pub(crate) type Listed<'a> = rustc_hash::FxHashMap<u64, &'a Socket>;
+
+/// Indexes the snapshot's unix sockets by inode (empty when no socket has a unix peer).
+pub(crate) fn listed_unix(snap: &Snapshot) -> Listed<'_> {
+    if !snap
+        .sockets
+        .iter()
+        .any(|s| matches!(s.remote, Some(Endpoint::UnixPeer { .. })))
+    {
+        return Listed::default();
+    }
+    snap.sockets
+        .iter()
+        .filter(|s| s.proto == crate::model::Proto::Unix)
+        .filter_map(|s| Some((s.id?, s)))
+        .collect()
+}
+
 /// One socket as the contract's socket object (the listing's, and the `"socket"` of an event).
 pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> JsonSocket<'a> {
+    socket_in(snap, s, opts, None)
+}
+
+/// [`socket`], finding a unix peer's holders through `listed` (else by a search of the
+/// snapshot's sockets).
+pub(crate) fn socket_in<'a>(
+    snap: &'a Snapshot,
+    s: &'a Socket,
+    opts: &Options,
+    listed: Option<&Listed<'a>>,
+) -> JsonSocket<'a> {
     let mut local = endpoint(&s.local);
     if let Endpoint::Packet { ifindex, .. } = s.local {
         local.interface = snap.interface_name(s, ifindex);
     }
     let bound_ifindex = s.bound_ifindex.map(|i| i.get());
+    let mut remote = s.remote.as_ref().map(endpoint);
+    if let (Some(r), Some(Endpoint::UnixPeer { peer, .. })) = (remote.as_mut(), &s.remote) {
+        let held = snap.peer_holders(*peer, |p| match listed {
+            Some(l) => l.get(&p).copied(),
+            None => snap
+                .sockets
+                .iter()
+                .find(|x| x.proto == crate::model::Proto::Unix && x.id == Some(p)),
+        });
+        if !held.is_empty() {
+            r.peer_owners = Some(owner_objects(snap, held, opts));
+        }
+    }
     JsonSocket {
         zone: snap.zone_of(s),
         id: s.id,
@@ -270,7 +325,7 @@ pub(crate) fn socket<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> J
         sock_type: s.sock_type.name(),
         state: s.state.name(),
         local,
-        remote: s.remote.as_ref().map(endpoint),
+        remote,
         recv_q: s.recv_q,
         send_q: s.send_q,
         uid: s.uid,
@@ -324,9 +379,10 @@ pub fn write_warnings(warnings: &[Warning], verbose: bool, out: &mut dyn Write) 
 /// Writes the listing document: `{"version":1,"sockets":[...],"warnings":[...]}`.
 pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     write!(out, "{{\"version\":{SCHEMA_VERSION},\"sockets\":[")?;
+    let listed = listed_unix(snap);
     for (i, s) in snap.sockets.iter().enumerate() {
         out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-        serde_json::to_writer(&mut *out, &socket(snap, s, opts))?;
+        serde_json::to_writer(&mut *out, &socket_in(snap, s, opts, Some(&listed)))?;
     }
     if !snap.sockets.is_empty() {
         out.write_all(b"\n")?;
@@ -355,7 +411,13 @@ impl Serialize for Snapshot {
         struct Sockets<'a>(&'a Snapshot, &'a Options);
         impl Serialize for Sockets<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.sockets.iter().map(|x| socket(self.0, x, self.1)))
+                let listed = listed_unix(self.0);
+                s.collect_seq(
+                    self.0
+                        .sockets
+                        .iter()
+                        .map(|x| socket_in(self.0, x, self.1, Some(&listed))),
+                )
             }
         }
         let opts = everything();

@@ -80,13 +80,22 @@ pub(crate) fn indexed_rows(
     })
 }
 
-/// Who holds each unix socket (first holder), for showing a peer as `[pid fd]`.
+/// Who holds each unix socket (first holder), for showing a peer as `[pid fd]`: the listed
+/// sockets' holders, and the peers' holders the snapshot carries (`Snapshot::peer_owners`),
+/// which win, so a peer shows the same whatever the filters selected.
 pub(crate) fn unix_holders(snap: &Snapshot) -> fmt::UnixHolders {
-    snap.sockets
+    let mut m: fmt::UnixHolders = snap
+        .sockets
         .iter()
         .filter(|s| s.proto == crate::model::Proto::Unix)
         .filter_map(|s| Some((s.id?, *s.owners.first()?)))
-        .collect()
+        .collect();
+    for (peer, owners) in &snap.peer_owners {
+        if let Some(first) = owners.first() {
+            m.insert(*peer, *first);
+        }
+    }
+    m
 }
 
 /// The name shown for a uid: the user name when resolved, else the number.

@@ -13,6 +13,7 @@ pub mod owners;
 pub mod sampler;
 pub mod sysctl;
 pub mod taskfile;
+pub mod timing;
 pub mod users;
 
 use crate::model::{counted, WarningCode};
@@ -33,11 +34,71 @@ fn scan_threads() -> usize {
         .clamp(2, 4)
 }
 
+/// How a listing finds the holders of its sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerPlan {
+    /// No owner scan (`--no-owners`, `--summary`).
+    Off,
+    /// Every socket's holders, scanned while the sockets are dumped (the full listing, or
+    /// filters that select most sockets: `-4`, `-6`, `-u`, `-L`).
+    All,
+    /// The sockets first (their filters applied in the kernel), then the holders of just those
+    /// sockets and of their unix peers: `-l`, `-c`, `--state`, `-p`, `--src`, `--dst`, `-P`,
+    /// `--connected-to`.
+    Shown,
+    /// `--pid`, `--command`: only the fd tables of the processes those select, then the holders
+    /// of the unix peers of the sockets they hold.
+    Candidates,
+}
+
+impl OwnerPlan {
+    fn of(q: &Query) -> OwnerPlan {
+        if !q.owners {
+            OwnerPlan::Off
+        } else if q.pids.is_some() || q.command.is_some() {
+            OwnerPlan::Candidates
+        } else if q.listening != q.connected
+            || q.states.is_some()
+            || q.ports.is_some()
+            || q.src.is_some()
+            || q.dst.is_some()
+            || q.protos.is_some()
+            || q.connected_to.is_some()
+        {
+            OwnerPlan::Shown
+        } else {
+            OwnerPlan::All
+        }
+    }
+}
+
+/// The inodes of `sockets` and of their unix peers, sorted: what a [`OwnerPlan::Shown`] scan
+/// looks for.
+fn shown_inodes(sockets: &[Socket]) -> Vec<u64> {
+    let mut v: Vec<u64> = sockets
+        .iter()
+        .flat_map(|s| s.id.into_iter().chain(unix_peer(s)))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The inode of a unix socket's peer.
+fn unix_peer(s: &Socket) -> Option<u64> {
+    match s.remote {
+        Some(Endpoint::UnixPeer { peer, .. }) => Some(peer),
+        _ => None,
+    }
+}
+
 /// Runs a query against the running system.
 ///
-/// The owner scan (the dominant cost: one `readlinkat` per open fd on the host) starts first on
-/// its own threads; meanwhile this thread dumps the sockets, fills unix peer names and sorts by
-/// address, so that only the join and the tie order by holder remain once the scan is done.
+/// The owner scan (the dominant cost) is planned from the filters ([`OwnerPlan`]): for the full
+/// listing it starts first on its own threads, while this thread dumps the sockets, fills unix
+/// peer names and sorts by address, so that only the join and the tie order by holder remain
+/// once the scan is done; for a filtered listing the dump (filtered in the kernel) comes first
+/// and the scan keeps only the holders of the sockets it returned.
 pub fn collect(q: &Query) -> Result<Snapshot, Error> {
     collect_in(q, netns::select(&q.proc_root, &q.zones)?)
 }
@@ -47,30 +108,52 @@ pub(crate) fn collect_in(
     q: &Query,
     selected: Option<netns::SelectedZones>,
 ) -> Result<Snapshot, Error> {
+    timing::begin();
     let ext = q.inet_diag_ext();
     let prepare = move || -> Result<_, Error> {
-        let (mut g, zones) = gather_zones(q, ext, selected)?;
-        sort_sockets(&mut g.sockets, &zones);
+        let (mut g, zones) = timing::phase("dump", || gather_zones(q, ext, selected))?;
+        timing::phase("sort", || sort_sockets(&mut g.sockets, &zones));
         Ok((g, zones))
     };
-    let (prepared, scan) = if q.owners {
-        std::thread::scope(|s| {
-            let scanner = s.spawn(|| owners::scan_any(q, scan_threads()));
-            let prepared = prepare();
-            let scan = scanner.join().unwrap_or_else(|_| {
-                (
-                    Err(crate::error::SysError::other(
-                        "the owner scan",
-                        crate::error::ErrorKind::Bug,
-                        "its thread panicked",
-                    )),
-                    None,
-                )
+    let plan = OwnerPlan::of(q);
+    let panicked = || {
+        (
+            Err(crate::error::SysError::other(
+                "the owner scan",
+                crate::error::ErrorKind::Bug,
+                "its thread panicked",
+            )),
+            None,
+        )
+    };
+    let (prepared, scan) = match plan {
+        OwnerPlan::Off => (prepare(), None),
+        OwnerPlan::All | OwnerPlan::Candidates => std::thread::scope(|s| {
+            let scanner = s.spawn(|| {
+                timing::phase("owner scan", || match plan {
+                    // Only the selected processes' fd tables: /proc reads no other.
+                    OwnerPlan::Candidates => {
+                        (owners::scan(&q.proc_root, q, scan_threads(), None), None)
+                    }
+                    _ => owners::scan_any(q, scan_threads(), None),
+                })
             });
+            let prepared = prepare();
+            let scan = scanner.join().unwrap_or_else(|_| panicked());
             (prepared, Some(scan))
-        })
-    } else {
-        (prepare(), None)
+        }),
+        OwnerPlan::Shown => {
+            let prepared = prepare()?;
+            let wanted = shown_inodes(&prepared.0.sockets);
+            let scan = if wanted.is_empty() {
+                (Ok(owners::Scan::default()), None)
+            } else {
+                timing::phase("owner scan", || {
+                    owners::scan_any(q, scan_threads(), Some(&wanted))
+                })
+            };
+            (Ok(prepared), Some(scan))
+        }
     };
     let (mut gathered, zones) = prepared?;
     let mut snap = Snapshot {
@@ -114,6 +197,7 @@ pub(crate) fn collect_in(
         }
         scan
     });
+    let mut index = None;
     match scan {
         None => {
             for s in &mut sockets {
@@ -164,23 +248,28 @@ pub(crate) fn collect_in(
                 hidepid: owners::hidepid_hides_others(&q.proc_root),
                 euid: rustix::process::geteuid().as_raw(),
             };
-            let index = OwnerIndex::new(scan.holders);
-            join::join(&mut sockets, &index, &unseen, &scan.processes);
+            let owner_index = OwnerIndex::new(scan.holders);
+            join::join(&mut sockets, &owner_index, &unseen, &scan.processes);
             snap.processes = scan.processes;
             snap.warnings.extend(join::warnings(
                 &sockets,
                 &unseen,
                 rustix::process::geteuid().is_root(),
             ));
+            index = Some(owner_index);
         }
     }
 
     join::apply_owner_filters(q, &mut sockets, &snap);
     join::order_ties_by_owner(&mut sockets);
+    if let Some(index) = &index {
+        peer_owners(q, plan, index, &sockets, &mut snap);
+    }
 
     let referenced: rustc_hash::FxHashSet<u32> = sockets
         .iter()
         .flat_map(|s| s.owners.iter().map(|o| o.pid))
+        .chain(snap.peer_owners.values().flatten().map(|o| o.pid))
         .collect();
     snap.processes.retain(|pid, _| referenced.contains(pid));
     if q.resolve_users {
@@ -208,6 +297,73 @@ pub(crate) fn collect_in(
     }
     snap.sockets = sockets;
     Ok(snap)
+}
+
+/// Fills `snap.peer_owners`: the holders of the unix peers of the sockets shown, for the peers
+/// whose holders the listing does not show itself (a peer not listed, or any peer when an owner
+/// filter cut the holder lists). Under [`OwnerPlan::Candidates`] the scan read only the selected
+/// processes, so the peers' holders are found by a second scan for just those inodes (the BPF
+/// iterator where it runs, else every readable fd table); otherwise the scan already looked for
+/// them.
+fn peer_owners(
+    q: &Query,
+    plan: OwnerPlan,
+    index: &OwnerIndex,
+    sockets: &[Socket],
+    snap: &mut Snapshot,
+) {
+    let mut peers: Vec<u64> = sockets.iter().filter_map(unix_peer).collect();
+    if peers.is_empty() {
+        return;
+    }
+    peers.sort_unstable();
+    peers.dedup();
+    if plan != OwnerPlan::Candidates {
+        // The full holder lists of the sockets shown are in `sockets`; the others come from the
+        // index, which holds every peer's holders.
+        let mut shown: Vec<u64> = sockets
+            .iter()
+            .filter(|s| s.proto == crate::model::Proto::Unix)
+            .filter_map(|s| s.id)
+            .collect();
+        shown.sort_unstable();
+        for p in peers
+            .into_iter()
+            .filter(|p| shown.binary_search(p).is_err())
+        {
+            let held = index.holders_of(p);
+            if !held.is_empty() {
+                snap.peer_owners
+                    .insert(p, held.iter().map(|h| h.owner).collect());
+            }
+        }
+        return;
+    }
+    // Only the selected processes were read: a peer's other holders need the second scan
+    // (even for a peer a selected process holds, whose list may go on elsewhere).
+    let _ = index;
+    let rest = peers;
+    let mut all = q.clone();
+    all.pids = None;
+    all.command = None;
+    all.uid = None;
+    let (scan, _) = timing::phase("peer owner scan", || {
+        owners::scan_any(&all, scan_threads(), Some(&rest))
+    });
+    // Without it the peers show as inodes, as they would with their holders hidden.
+    let Ok(scan) = scan else { return };
+    let found = OwnerIndex::new(scan.holders);
+    for p in rest {
+        let held = found.holders_of(p);
+        if !held.is_empty() {
+            // Every holder, as the unfiltered listing shows them.
+            snap.peer_owners
+                .insert(p, held.iter().map(|h| h.owner).collect());
+        }
+    }
+    for (pid, proc_) in scan.processes {
+        snap.processes.entry(pid).or_insert(proc_);
+    }
 }
 
 /// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.

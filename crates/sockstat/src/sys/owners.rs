@@ -68,12 +68,20 @@ struct Worker<'a> {
     unreadable: Vec<(u32, Option<u32>)>,
     failed: Vec<(u32, Option<u32>, Errno)>,
     visited: usize,
+    /// Only the holders of these sockets (sorted inodes) are kept; `None`: every socket.
+    wanted: Option<&'a [u64]>,
 }
 
-/// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads.
+/// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads,
+/// keeping the holders of the sockets in `wanted` (sorted inodes; `None`: every socket).
 ///
 /// Errors stop the scan as a whole (per-process trouble never does).
-pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, SysError> {
+pub fn scan(
+    proc_root: &Path,
+    query: &Query,
+    threads: usize,
+    wanted: Option<&[u64]>,
+) -> Result<Scan, SysError> {
     let (proc_fd, pids) = open_and_list(proc_root, query)?;
     let cursor = AtomicUsize::new(0);
     let threads = threads.clamp(1, 8).min(pids.len().max(1));
@@ -84,6 +92,7 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sys
                 let (proc_fd, pids, cursor, args) = (&proc_fd, &pids, &cursor, args.as_ref());
                 scope.spawn(move || {
                     let mut w = Worker::new(proc_fd, query, args);
+                    w.wanted = wanted;
                     loop {
                         let i = cursor.fetch_add(1, Ordering::Relaxed);
                         let Some(&pid) = pids.get(i) else { break };
@@ -131,44 +140,35 @@ pub fn scan(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, Sys
 }
 
 /// The owner scan `query.owner_scan` asks for: the BPF iterator where it can run (see
-/// [`scan_bpf`]), else [`scan`]. The second value says why a requested BPF scan (`Bpf`, not
-/// `Auto`) did not run.
-pub fn scan_any(query: &Query, threads: usize) -> (Result<Scan, SysError>, Option<SysError>) {
+/// [`scan_bpf`]), else [`scan`], keeping the holders of the sockets in `wanted` (sorted inodes;
+/// `None`: every socket). The second value says why a requested BPF scan (`Bpf`, not `Auto`)
+/// did not run.
+pub fn scan_any(
+    query: &Query,
+    threads: usize,
+    wanted: Option<&[u64]>,
+) -> (Result<Scan, SysError>, Option<SysError>) {
     use crate::query::OwnerScan;
-    if query.owner_scan == OwnerScan::Proc
-        || (query.owner_scan == OwnerScan::Auto && !many_open_files())
-    {
-        return (scan(&query.proc_root, query, threads), None);
+    // `Auto` takes the iterator wherever it runs: with its layout cached (taskfile::cache) its
+    // fixed cost is the verifier's, a few ms, and it walks fds in the kernel at a fraction of
+    // the /proc scan's cost per fd (doc/BENCHMARKS.md).
+    if query.owner_scan == OwnerScan::Proc {
+        return (scan(&query.proc_root, query, threads, wanted), None);
     }
-    match scan_bpf(&query.proc_root, query) {
+    match scan_bpf(&query.proc_root, query, wanted) {
         Ok(s) => (Ok(s), None),
         Err(why) => {
             let why = (query.owner_scan == OwnerScan::Bpf).then_some(why);
-            (scan(&query.proc_root, query, threads), why)
+            (scan(&query.proc_root, query, threads, wanted), why)
         }
     }
-}
-
-/// Below this many open files on the host, `Auto` scans `/proc`: the BPF scan's fixed cost
-/// (reading and indexing about 5 MiB of kernel BTF, verifying the program: about 10 ms) is more
-/// than the `/proc` scan of a small host costs (doc/BENCHMARKS.md: 13 ms against 23 ms at 1k
-/// sockets, 46 ms against 35 ms at 10k).
-pub const AUTO_BPF_MIN_FILES: u64 = 10_000;
-
-/// True when `/proc/sys/fs/file-nr` (allocated file handles, host-wide) reaches
-/// [`AUTO_BPF_MIN_FILES`], or cannot be read.
-fn many_open_files() -> bool {
-    std::fs::read_to_string("/proc/sys/fs/file-nr")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
-        .is_none_or(|n| n >= AUTO_BPF_MIN_FILES)
 }
 
 /// The owner scan through the kernel's `iter/task_file` BPF iterator ([`super::taskfile`]):
 /// the kernel lists every socket fd, and `/proc/PID` is read only for the identity (command,
 /// uid, arguments) of processes that hold sockets. Runs only where the iterator's pids are the
 /// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace.
-pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, SysError> {
+pub fn scan_bpf(proc_root: &Path, query: &Query, wanted: Option<&[u64]>) -> Result<Scan, SysError> {
     let unsupported =
         |why: String| SysError::other("the BPF owner scan", ErrorKind::Unsupported, why);
     if proc_root != Path::new("/proc") {
@@ -196,19 +196,18 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, SysError> {
     }
     // Listed before the iterator runs: a process that starts in between is the iterator's.
     let (proc_fd, listed) = open_and_list(proc_root, query)?;
-    let records = super::taskfile::records()?;
-    test_pause_after_iterator();
-    let wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
+    let pid_wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
     // Each visited leader's start time, to recognise its pid if it is reused before its
     // identity is read below.
     let mut started: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
-    let mut holders: Vec<Holder> = Vec::with_capacity(records.len());
-    for r in records {
+    let mut holders: Vec<Holder> = Vec::with_capacity(wanted.map_or(1024, <[u64]>::len));
+    // Records are taken as the iterator's output is read, so it is never held whole.
+    super::taskfile::for_each_record(wanted, |r| {
         if seen.insert(r.tgid) {
             started.insert(r.tgid, r.start_ns);
         }
-        if r.inode != 0 && wanted(r.tgid) {
+        if r.inode != 0 && pid_wanted(r.tgid) {
             holders.push(Holder {
                 inode: r.inode,
                 owner: Owner {
@@ -217,7 +216,8 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, SysError> {
                 },
             });
         }
-    }
+    })?;
+    test_pause_after_iterator();
     // Identity (command, uid, arguments) of the processes that hold sockets.
     let mut pids: Vec<u32> = holders.iter().map(|h| h.owner.pid).collect();
     pids.sort_unstable();
@@ -271,6 +271,7 @@ pub fn scan_bpf(proc_root: &Path, query: &Query) -> Result<Scan, SysError> {
     // does not reach, as this project's sandbox supervisor showed) is scanned through /proc, so
     // a gap in the iterator can never turn an owned socket into an unowned one.
     let mut w = Worker::new(&proc_fd, query, args.as_ref());
+    w.wanted = wanted;
     for pid in listed.into_iter().filter(|p| !seen.contains(p)) {
         w.visit(pid);
     }
@@ -445,6 +446,7 @@ impl<'a> Worker<'a> {
             unreadable: Vec::new(),
             failed: Vec::new(),
             visited: 0,
+            wanted: None,
         }
     }
 
@@ -503,7 +505,18 @@ impl<'a> Worker<'a> {
             }
         };
         let before = self.holders.len();
-        match walk_fds(&fd_dir, pid, &mut self.dirent, &mut self.holders) {
+        let walk = walk_fds(&fd_dir, pid, &mut self.dirent, &mut self.holders);
+        if let Some(wanted) = self.wanted {
+            let mut i = before;
+            for k in before..self.holders.len() {
+                if wanted.binary_search(&self.holders[k].inode).is_ok() {
+                    self.holders[i] = self.holders[k];
+                    i += 1;
+                }
+            }
+            self.holders.truncate(i);
+        }
+        match walk {
             Walk::Done => {}
             Walk::Denied => self.unreadable.push((pid, uid_of(&pdir))),
             Walk::Failed(e) => self.failed.push((pid, uid_of(&pdir), e)),

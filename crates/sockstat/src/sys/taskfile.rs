@@ -10,38 +10,197 @@
 //! released when they drop: nothing is pinned and nothing outlives the scan.
 
 use sockstat_wire::task_file::Record;
+#[cfg(feature = "bpf")]
+use std::os::fd::AsRawFd;
 
 use crate::error::{ErrorKind, SysError};
 
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
-/// Runs the iterator once and returns every fd of every thread-group leader visible in this
-/// process's pid namespace: sockets with their inode, other files with inode 0.
-#[cfg(feature = "bpf")]
-pub fn records() -> Result<Vec<Record>, SysError> {
-    use sockstat_wire::btf::Btf;
-    use sockstat_wire::task_file::{self, Layout};
+/// Runs the iterator once and returns, for every thread-group leader visible in this process's
+/// pid namespace, a record per fd holding a wanted socket (every socket when `wanted` is `None`,
+/// else those whose inodes it lists) and one record with inode 0 when it has any other file.
+#[cfg(all(test, feature = "bpf"))]
+pub fn records(wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
+    let mut out = Vec::new();
+    for_each_record(wanted, |r| out.push(r))?;
+    Ok(out)
+}
 
-    let data = std::fs::read(VMLINUX_BTF)
-        .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?;
-    let btf = Btf::parse(&data)
-        .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Invalid, e.to_string()))?;
-    let layout = Layout::from_btf(&btf)
-        .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Unsupported, e))?;
-    drop(btf);
-    drop(data);
-    let code = task_file::program(&layout);
-    let prog = sys::prog_load(&code, layout.attach_btf_id)?;
-    let link = sys::link_create(&prog)?;
-    let iter = sys::iter_create(&link)?;
-    let out = sys::read_all(&iter)?;
-    Ok(task_file::records(&out).collect())
+/// [`records`], each handed to `f` as the iterator's output is read (it is never held whole).
+#[cfg(feature = "bpf")]
+pub fn for_each_record(wanted: Option<&[u64]>, f: impl FnMut(Record)) -> Result<(), SysError> {
+    use sockstat_wire::task_file::{self, Layout, Maps};
+
+    let (layout, cached) = super::timing::phase("layout", layout)?;
+    let load = |layout: &Layout| {
+        super::timing::phase("BPF load", || -> Result<_, SysError> {
+            let last = sys::map_create(sys::MAP_ARRAY, 4, 16, 1, "sockstat_last")?;
+            let wanted = match wanted {
+                Some(inodes) => Some(sys::wanted_map(inodes)?),
+                None => None,
+            };
+            let code = task_file::program(
+                layout,
+                Maps {
+                    last: last.as_raw_fd(),
+                    wanted: wanted.as_ref().map(|m| m.as_raw_fd()),
+                },
+            );
+            // The program holds its own references to the maps from here on.
+            sys::prog_load(&code, layout.attach_btf_id)
+        })
+    };
+    let prog = match load(&layout) {
+        Ok(p) => p,
+        Err(_) if cached => {
+            // A cached layout the kernel refuses: forget it and derive it again.
+            cache::forget();
+            let fresh = from_btf()?;
+            cache::store(&fresh);
+            load(&fresh)?
+        }
+        Err(e) => return Err(e),
+    };
+    super::timing::phase("BPF iterator", || -> Result<_, SysError> {
+        let link = sys::link_create(&prog)?;
+        let iter = sys::iter_create(&link)?;
+        sys::read_records(&iter, f)
+    })
+}
+
+/// The program's layout for the running kernel: from the cache (see [`cache`]) when it has it
+/// (`true`), else derived from the kernel's BTF and cached.
+#[cfg(feature = "bpf")]
+fn layout() -> Result<(sockstat_wire::task_file::Layout, bool), SysError> {
+    if let Some(l) = cache::load() {
+        return Ok((l, true));
+    }
+    let l = from_btf()?;
+    cache::store(&l);
+    Ok((l, false))
+}
+
+/// The layout, derived from the kernel's BTF.
+#[cfg(feature = "bpf")]
+fn from_btf() -> Result<sockstat_wire::task_file::Layout, SysError> {
+    use sockstat_wire::btf::Btf;
+    use sockstat_wire::task_file::Layout;
+    let data = super::timing::phase("BTF read", kernel_btf)?;
+    super::timing::phase("BTF parse and layout", || {
+        let btf = Btf::parse(&data)
+            .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Invalid, e.to_string()))?;
+        Layout::from_btf(&btf).map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Unsupported, e))
+    })
+}
+
+#[cfg(feature = "bpf")]
+pub mod cache {
+    //! The layout derived from the kernel's BTF, kept between runs in [`DIR`] so that a run
+    //! need not read and index the kernel's 5 MiB of BTF again (doc/BENCHMARKS.md: the BPF
+    //! scan's fixed cost).
+    //!
+    //! Why it is safe to trust: the file is named by the running kernel's GNU build id, which
+    //! names one vmlinux image, and the BTF the layout is derived from is part of that image (the
+    //! iterator's types are all vmlinux's, none a module's); `/run` is a tmpfs, emptied at every
+    //! boot, so it never outlives the kernel it describes. Only a file and directory owned by
+    //! this user and writable by no one else are read (root's, since the BPF scan needs root or
+    //! CAP_BPF), so another user cannot plant a layout. A layout the kernel's verifier refuses is
+    //! forgotten and derived again. Nothing else is stored.
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    use std::path::PathBuf;
+
+    use sockstat_wire::task_file::{kernel_build_id, Layout};
+
+    /// Where the cache lives: a tmpfs that the next boot empties.
+    pub const DIR: &str = "/run/sockstat";
+
+    /// The cache file for the running kernel, named by its build id.
+    fn path() -> Option<PathBuf> {
+        let notes = std::fs::read("/sys/kernel/notes").ok()?;
+        let id = kernel_build_id(&notes)?;
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        Some(PathBuf::from(DIR).join(format!("task_file-layout-{hex}")))
+    }
+
+    /// True when `m` is this user's and writable by no one else.
+    fn private(m: &std::fs::Metadata) -> bool {
+        m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0
+    }
+
+    /// The cached layout of the running kernel, if a trustworthy one is there.
+    pub fn load() -> Option<Layout> {
+        let path = path()?;
+        if !private(&std::fs::symlink_metadata(DIR).ok()?) {
+            return None;
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()?;
+        if !private(&f.metadata().ok()?) {
+            return None;
+        }
+        let text = std::io::read_to_string(f).ok()?;
+        Layout::from_text(&text)
+    }
+
+    /// Keeps `l` for the next run; quietly does nothing where it cannot (the cache only saves
+    /// time).
+    pub fn store(l: &Layout) {
+        let Some(path) = path() else { return };
+        if std::fs::DirBuilder::new().mode(0o700).create(DIR).is_err()
+            && !std::fs::symlink_metadata(DIR).is_ok_and(|m| m.is_dir() && private(&m))
+        {
+            return;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(l.to_text().as_bytes()));
+        if written.is_err() || std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+
+    /// Drops the running kernel's cached layout.
+    pub fn forget() {
+        if let Some(path) = path() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The kernel's BTF: through `bpf(2)` in one copy where these privileges allow
+/// (`BPF_BTF_GET_FD_BY_ID` needs CAP_SYS_ADMIN), else read from [`VMLINUX_BTF`] (which the
+/// kernel serves a page per `read`).
+#[cfg(feature = "bpf")]
+fn kernel_btf() -> Result<Vec<u8>, SysError> {
+    let size = std::fs::metadata(VMLINUX_BTF)
+        .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?
+        .len();
+    if let Some(data) = sys::vmlinux_btf(size as usize) {
+        return Ok(data);
+    }
+    let mut data = Vec::with_capacity(size as usize + 1);
+    std::io::Read::read_to_end(
+        &mut std::fs::File::open(VMLINUX_BTF)
+            .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?,
+        &mut data,
+    )
+    .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?;
+    Ok(data)
 }
 
 /// Without the `bpf` feature, the scan is never available.
 #[cfg(not(feature = "bpf"))]
-pub fn records() -> Result<Vec<Record>, SysError> {
+pub fn for_each_record(_wanted: Option<&[u64]>, _f: impl FnMut(Record)) -> Result<(), SysError> {
     Err(SysError::other(
         "the BPF owner scan",
         ErrorKind::Unsupported,
@@ -58,7 +217,18 @@ mod sys {
 
     use crate::error::SysError;
 
+    const BPF_MAP_CREATE: libc::c_long = 0;
+    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
     const BPF_PROG_LOAD: libc::c_long = 5;
+    const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+    const BPF_BTF_GET_FD_BY_ID: libc::c_long = 19;
+    const BPF_BTF_GET_NEXT_ID: libc::c_long = 23;
+    const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
+    /// The kernel's internal "operation not supported" (`ENOTSUPP`), which leaks to user space
+    /// from map operations a map type lacks.
+    const ENOTSUPP: i32 = 524;
+    pub const MAP_HASH: u32 = 1;
+    pub const MAP_ARRAY: u32 = 2;
     const BPF_LINK_CREATE: libc::c_long = 28;
     const BPF_ITER_CREATE: libc::c_long = 33;
     const BPF_PROG_TYPE_TRACING: u32 = 26;
@@ -96,6 +266,34 @@ mod sys {
                 *word = u64::from_ne_bytes(b);
             }
             self
+        }
+
+        /// `bpf(cmd, attr, size)` for a command that returns no descriptor.
+        fn call_plain(&mut self, cmd: libc::c_long) -> std::io::Result<()> {
+            loop {
+                // SAFETY: as in `call`.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_bpf,
+                        cmd,
+                        self.0.as_mut_ptr(),
+                        ATTR_LEN as libc::c_uint,
+                    )
+                };
+                if r >= 0 {
+                    return Ok(());
+                }
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    return Err(e);
+                }
+            }
+        }
+
+        /// The `u32` at `off` (what the kernel wrote back).
+        fn get_u32(&self, off: usize) -> u32 {
+            let b = self.0[off / 8].to_ne_bytes();
+            u32::from_ne_bytes([b[off % 8], b[off % 8 + 1], b[off % 8 + 2], b[off % 8 + 3]])
         }
 
         /// `bpf(cmd, attr, size)`, returning the new file descriptor.
@@ -184,6 +382,102 @@ mod sys {
         }
     }
 
+    /// A map (`BPF_MAP_CREATE`).
+    pub fn map_create(
+        kind: u32,
+        key: u32,
+        value: u32,
+        entries: u32,
+        name: &str,
+    ) -> Result<OwnedFd, SysError> {
+        let mut a = Attr::new();
+        a.u32(0, kind)
+            .u32(4, key)
+            .u32(8, value)
+            .u32(12, entries)
+            .bytes(28, &name.as_bytes()[..name.len().min(15)]);
+        a.call(BPF_MAP_CREATE)
+            .map_err(|e| denied("creating a map for the task_file iterator", e))
+    }
+
+    /// A hash map whose keys are `inodes` (values: one byte, unused), filled in one
+    /// `BPF_MAP_UPDATE_BATCH` (Linux 5.6), or one update per key where that is refused.
+    pub fn wanted_map(inodes: &[u64]) -> Result<OwnedFd, SysError> {
+        let n = u32::try_from(inodes.len().max(1)).map_err(|_| {
+            SysError::other(
+                "the BPF owner scan",
+                crate::error::ErrorKind::Invalid,
+                "too many sockets",
+            )
+        })?;
+        let map = map_create(MAP_HASH, 8, 1, n, "sockstat_wanted")?;
+        if inodes.is_empty() {
+            return Ok(map);
+        }
+        let values = vec![1u8; inodes.len()];
+        let mut a = Attr::new();
+        a.u64(16, inodes.as_ptr() as u64)
+            .u64(24, values.as_ptr() as u64)
+            .u32(32, inodes.len() as u32)
+            .u32(36, map.as_raw_fd() as u32);
+        match a.call_plain(BPF_MAP_UPDATE_BATCH) {
+            Ok(()) if a.get_u32(32) as usize == inodes.len() => return Ok(map),
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINVAL | ENOTSUPP | libc::EOPNOTSUPP)
+                ) => {}
+            Err(e) => return Err(denied("filling the task_file iterator's map", e)),
+        }
+        for (k, v) in inodes.iter().zip(&values) {
+            let mut a = Attr::new();
+            a.u32(0, map.as_raw_fd() as u32)
+                .u64(8, k as *const u64 as u64)
+                .u64(16, v as *const u8 as u64);
+            a.call_plain(BPF_MAP_UPDATE_ELEM)
+                .map_err(|e| denied("filling the task_file iterator's map", e))?;
+        }
+        Ok(map)
+    }
+
+    /// The kernel's own BTF (`vmlinux`, BTF id 1 on every kernel so far, checked by name)
+    /// copied out in one `BPF_OBJ_GET_INFO_BY_FD`; `None` when that is not allowed or does not
+    /// give a whole `vmlinux` of `size` bytes (the caller then reads the sysfs file).
+    pub fn vmlinux_btf(size: usize) -> Option<Vec<u8>> {
+        let mut id = 0u32;
+        // The first few ids: vmlinux comes before any module's BTF.
+        for _ in 0..4 {
+            let mut a = Attr::new();
+            a.u32(0, id);
+            a.call_plain(BPF_BTF_GET_NEXT_ID).ok()?;
+            id = a.get_u32(4);
+            let mut a = Attr::new();
+            a.u32(0, id);
+            let fd = a.call(BPF_BTF_GET_FD_BY_ID).ok()?;
+            let mut data = vec![0u8; size];
+            let mut name = [0u8; 16];
+            // struct bpf_btf_info: btf (u64) @0, btf_size @8, id @12, name (u64) @16,
+            // name_len @24, kernel_btf @28.
+            let mut info = [0u64; 4];
+            info[0] = data.as_mut_ptr() as u64;
+            info[1] = size as u64;
+            info[2] = name.as_mut_ptr() as u64;
+            info[3] = name.len() as u64;
+            let mut a = Attr::new();
+            a.u32(0, fd.as_raw_fd() as u32)
+                .u32(4, std::mem::size_of_val(&info) as u32)
+                .u64(8, info.as_mut_ptr() as u64);
+            a.call_plain(BPF_OBJ_GET_INFO_BY_FD).ok()?;
+            let got = (info[1] & 0xffff_ffff) as usize;
+            let kernel = (info[3] >> 32) as u32 == 1;
+            if kernel && name.starts_with(b"vmlinux\0") {
+                return (got == size).then_some(data);
+            }
+        }
+        None
+    }
+
     pub fn link_create(prog: &OwnedFd) -> Result<OwnedFd, SysError> {
         let mut a = Attr::new();
         a.u32(0, prog.as_raw_fd() as u32).u32(8, BPF_TRACE_ITER);
@@ -198,14 +492,26 @@ mod sys {
             .map_err(|e| denied("opening the task_file iterator", e))
     }
 
-    /// Reads the iterator to its end. The kernel fills at most its seq_file buffer per read.
-    pub fn read_all(iter: &OwnedFd) -> Result<Vec<u8>, SysError> {
-        let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
+    /// Reads the iterator to its end, handing each whole record to `f`. The kernel fills at most
+    /// its seq_file buffer per read, and a read may end inside a record: its head waits for the
+    /// next read.
+    pub fn read_records(
+        iter: &OwnedFd,
+        mut f: impl FnMut(sockstat_wire::task_file::Record),
+    ) -> Result<(), SysError> {
+        use sockstat_wire::task_file::{records, RECORD_LEN};
         let mut chunk = vec![0u8; 256 * 1024];
+        let mut have = 0;
         loop {
-            match rustix::io::read(iter, &mut chunk[..]) {
-                Ok(0) => return Ok(out),
-                Ok(n) => out.extend_from_slice(&chunk[..n]),
+            match rustix::io::read(iter, &mut chunk[have..]) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    let end = have + n;
+                    let whole = end - end % RECORD_LEN;
+                    records(&chunk[..whole]).for_each(&mut f);
+                    chunk.copy_within(whole..end, 0);
+                    have = end - whole;
+                }
                 Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
                 Err(e) => return Err(SysError::new("reading the task_file iterator", e)),
             }
@@ -234,7 +540,7 @@ mod tests {
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
         let file = std::fs::File::open("/proc/self/status").unwrap();
-        let records = super::records().expect("the BPF scan runs as root on this kernel");
+        let records = super::records(None).expect("the BPF scan runs as root on this kernel");
         let me = std::process::id();
         let inode = |fd: i32| {
             std::fs::metadata(format!("/proc/self/fd/{fd}"))
@@ -274,14 +580,28 @@ mod tests {
             };
             assert!(records.contains(&want), "{want:?} missing from {records:?}");
         }
-        // Not a socket: reported with inode 0 (the process was visited).
-        let f = super::Record {
-            tgid: me,
-            fd: file.as_raw_fd() as u32,
-            inode: 0,
-            start_ns,
-        };
-        assert!(records.contains(&f), "{f:?} missing");
+        // Its other files: one record with inode 0 (the process was visited), not one per file.
+        let _ = &file;
+        assert_eq!(
+            records
+                .iter()
+                .filter(|r| r.tgid == me && r.inode == 0)
+                .count(),
+            1,
+            "one visit record"
+        );
+        // With a map of wanted inodes, only those sockets' fds, and still the visit record.
+        let only = inode(tcp.as_raw_fd());
+        let wanted = super::records(Some(&[only])).expect("the filtered BPF scan");
+        let mine: Vec<_> = wanted.iter().filter(|r| r.tgid == me).collect();
+        assert!(mine
+            .iter()
+            .any(|r| r.inode == only && r.fd == tcp.as_raw_fd() as u32));
+        assert!(
+            mine.iter().all(|r| r.inode == only || r.inode == 0),
+            "{mine:?}"
+        );
+        assert_eq!(mine.iter().filter(|r| r.inode == 0).count(), 1, "{mine:?}");
         // Threads share the leader's table and are not reported twice.
         let mut mine: Vec<_> = records.iter().filter(|r| r.tgid == me).collect();
         let n = mine.len();
