@@ -87,7 +87,7 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     /// Every zone (network namespace) on the host, as `sockstat -Z` finds and names them, each
     /// read inside it: every per-zone metric gets that zone's label. Needs CAP_SYS_ADMIN.
-    #[arg(short = 'Z')]
+    #[arg(short = 'Z', overrides_with = "all_zones")]
     pub all_zones: bool,
     /// Destinations the ephemeral-port metrics show, over all zones, highest share of the port
     /// range first (bounds their label cardinality).

@@ -516,3 +516,62 @@ pub fn in_zone<T: Send>(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::Query;
+    use std::time::{Duration, Instant};
+
+    /// A namespace whose only process exits after discovery is gone: joining it, reading it
+    /// through its process and listing it say so ([`ErrorKind::Gone`], or leave it out without
+    /// a warning), rather than "not permitted" or an error that stops the listing.
+    #[test]
+    fn a_zone_whose_last_process_exited_since_discovery_is_gone() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIPPED: a_zone_whose_last_process_exited_since_discovery_is_gone needs root (unshare --net)");
+            return;
+        }
+        let Ok(mut child) = std::process::Command::new("unshare")
+            .args(["--net", "sleep", "30"])
+            .spawn()
+        else {
+            eprintln!(
+                "SKIPPED: a_zone_whose_last_process_exited_since_discovery_is_gone: no unshare(1)"
+            );
+            return;
+        };
+        let proc_root = Path::new("/proc");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let t = loop {
+            let (targets, _) = discover(proc_root);
+            if let Some(t) = targets
+                .into_iter()
+                .find(|t| !t.own && t.members.contains(&child.id()))
+            {
+                break t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the child's namespace never showed"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Found, and readable, while its process lives.
+        assert!(run_in(&t, || ()).is_ok());
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let e = run_in(&t, || ()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
+        let e = in_zone(&t, proc_root, |_| ()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
+        let e = live_member(&t, proc_root).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
+        let mut q = Query::new();
+        q.owners = false;
+        let snap = crate::sys::collect_in(&q, Some((vec![t.clone()], vec![]))).unwrap();
+        assert!(snap.sockets.iter().all(|s| s.netns != Some(t.key)));
+        assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
+    }
+}
