@@ -910,17 +910,30 @@ pub fn serve_section(dir: &Path) -> Option<String> {
         )
     });
     let meta = runs[0]["meta"].clone();
-    let mut commands: Vec<&str> = runs
+    // Each command with the commit its sockstat was built from.
+    let mut commands: Vec<String> = runs
         .iter()
-        .filter_map(|r| r["meta"]["command"].as_str())
+        .filter_map(|r| {
+            let m = &r["meta"];
+            Some(format!(
+                "`{}` (git {}{})",
+                m["command"].as_str()?,
+                m["git"].as_str().unwrap_or("?"),
+                if m["git_dirty"].as_bool() == Some(true) {
+                    ", with uncommitted changes"
+                } else {
+                    ""
+                }
+            ))
+        })
         .collect();
     commands.dedup();
     let mut md = String::from(SERVE_BEGIN);
     let _ = writeln!(
         md,
         "## Exporter: a scrape of every zone (`sockstat serve -Z`)\n\n\
-         Measured with {} (as root; `sockbench serve`, bench/src/serve.rs), on {}, with sockstat \
-         at git {}{}, {} cores, Linux {}. Each row is a fresh private network and pid namespace \
+         Measured with {} (as root; `sockbench serve`, bench/src/serve.rs), on {}, {} cores, \
+         Linux {}. Each row is a fresh private network and pid namespace \
          holding the given number of zones: the first is the namespace the exporter runs in \
          (`global`), each other one a network namespace of its own made by `sockgen --netns`, with \
          an equal share of the sockets (sockgen's mix: TCP listeners and loopback connections, \
@@ -932,18 +945,8 @@ pub fn serve_section(dir: &Path) -> Option<String> {
          whether each zone's socket dumps walk the host's TCP hash table ({} buckets here) or one \
          of its own (`--child-ehash N` sets `net.ipv4.tcp_child_ehash_entries` and \
          `udp_child_hash_entries` to N before the zones are made).\n",
-        commands
-            .iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(" and "),
+        commands.join(" and "),
         meta["date"].as_str().unwrap_or("?"),
-        meta["git"].as_str().unwrap_or("?"),
-        if meta["git_dirty"].as_bool() == Some(true) {
-            " (with uncommitted changes)"
-        } else {
-            ""
-        },
         meta["nproc"],
         meta["kernel"].as_str().unwrap_or("?"),
         runs[0]["interval_s"]
@@ -957,48 +960,21 @@ pub fn serve_section(dir: &Path) -> Option<String> {
          |---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in &runs {
-        let scrapes = r["scrapes"].as_array().cloned().unwrap_or_default();
-        let first = scrapes.first().cloned().unwrap_or(Value::Null);
-        let later = |k: &str| {
-            spread(
-                scrapes
-                    .iter()
-                    .skip(1)
-                    .filter_map(|s| s[k].as_f64())
-                    .collect(),
-            )
+        let hash = match r["child_ehash"].as_u64() {
+            Some(n) if r["zones"].as_u64() != Some(1) => format!("own, {n}"),
+            _ => "host's".to_string(),
         };
-        let fmt3 = |x: Option<(f64, f64, f64)>| {
-            x.map_or("?".to_string(), |(m, lo, hi)| {
-                format!("**{m:.2}** ({lo:.2}–{hi:.2})")
-            })
-        };
-        let last = scrapes.last().cloned().unwrap_or(Value::Null);
-        let per = &r["series_per_other_zone"];
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {:.2}, {:.2} | {} | {} | {} | {:.0} kB | {} | {} | {:.0} MiB, {:.0} MiB |",
-            r["zones"],
-            r["sockets"],
-            match r["child_ehash"].as_u64() {
-                Some(n) if r["zones"].as_u64() != Some(1) => format!("own, {n}"),
-                _ => "host's".to_string(),
-            },
-            f64_at(&first, &["wall_s"]).unwrap_or(f64::NAN),
-            f64_at(&first, &["cpu_s"]).unwrap_or(f64::NAN),
-            fmt3(later("wall_s")),
-            fmt3(later("cpu_s")),
-            later("collect_s").map_or("?".into(), |(m, _, _)| format!("{m:.2}")),
-            f64_at(&last, &["bytes"]).unwrap_or(0.0) / 1e3,
-            last["series"],
-            if per["max"].is_null() {
-                "–".to_string()
-            } else {
-                format!("{}–{} (median {})", per["min"], per["max"], per["median"])
-            },
-            r["rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
-            r["rss_peak_kib"].as_f64().unwrap_or(0.0) / 1024.0,
-        );
+        let w = &r["without_z"];
+        if !w.is_null() {
+            serve_row(
+                &mut md,
+                &format!("{}, without `-Z`", r["zones"]),
+                r,
+                w,
+                &hash,
+            );
+        }
+        serve_row(&mut md, &r["zones"].to_string(), r, r, &hash);
     }
     md.push('\n');
     for r in &runs {
@@ -1051,4 +1027,46 @@ pub fn serve_section(dir: &Path) -> Option<String> {
     }
     md.push_str(SERVE_END);
     Some(md)
+}
+
+/// One row of the Exporter table: `run` says what was measured (its `scrapes`, RSS, last
+/// series), `r` the zones it was measured on.
+fn serve_row(md: &mut String, label: &str, r: &Value, run: &Value, hash: &str) {
+    let scrapes = run["scrapes"].as_array().cloned().unwrap_or_default();
+    let first = scrapes.first().cloned().unwrap_or(Value::Null);
+    let later = |k: &str| {
+        spread(
+            scrapes
+                .iter()
+                .skip(1)
+                .filter_map(|s| s[k].as_f64())
+                .collect(),
+        )
+    };
+    let fmt3 = |x: Option<(f64, f64, f64)>| {
+        x.map_or("?".to_string(), |(m, lo, hi)| {
+            format!("**{m:.2}** ({lo:.2}–{hi:.2})")
+        })
+    };
+    let last = scrapes.last().cloned().unwrap_or(Value::Null);
+    let per = &r["series_per_other_zone"];
+    let _ = writeln!(
+        md,
+        "| {label} | {} | {hash} | {:.2}, {:.2} | {} | {} | {} | {:.0} kB | {} | {} | {:.0} MiB, {:.0} MiB |",
+        r["sockets"],
+        f64_at(&first, &["wall_s"]).unwrap_or(f64::NAN),
+        f64_at(&first, &["cpu_s"]).unwrap_or(f64::NAN),
+        fmt3(later("wall_s")),
+        fmt3(later("cpu_s")),
+        later("collect_s").map_or("?".into(), |(m, _, _)| format!("{m:.2}")),
+        f64_at(&last, &["bytes"]).unwrap_or(0.0) / 1e3,
+        last["series"],
+        if per["max"].is_null() {
+            "–".to_string()
+        } else {
+            format!("{}–{} (median {})", per["min"], per["max"], per["median"])
+        },
+        run["rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+        run["rss_peak_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+    );
 }

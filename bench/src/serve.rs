@@ -492,69 +492,19 @@ fn measure(a: &Inner, run: &Path) -> i32 {
         a.zones,
         procs + 2
     );
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        l.local_addr().unwrap().port()
-    };
-    let addr = format!("127.0.0.1:{port}");
-    let log = std::fs::File::create(run.join("serve.log")).expect("serve log");
-    let server = Command::new(&a.sockstat)
-        .args(["serve", "-Z", "--listen", &addr, "--scrape-budget", "300s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("start sockstat serve");
-    let pid = server.id();
-    let server = Reaped(server);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(&addr).is_err() {
-        if Instant::now() > deadline {
-            eprintln!("sockbench serve: sockstat serve did not listen");
-            return 1;
+    // With one zone, the same table is also scraped without -Z first: what -Z adds there.
+    let without_z = if a.zones == 1 {
+        match serve_and_scrape(a, run, false) {
+            Some(r) => Some(r),
+            None => return 1,
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let load = || {
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
-            .to_string()
+    } else {
+        None
     };
-    let load_start = load();
-    let mut scrapes = Vec::new();
-    let mut last = String::new();
-    for i in 0..a.scrapes {
-        if i > 0 {
-            std::thread::sleep(Duration::from_secs_f64(a.interval_s));
-        }
-        let cpu0 = cpu_s(pid);
-        let w0 = Instant::now();
-        let body = match http_get(&addr) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("sockbench serve: scrape {}: {e}", i + 1);
-                return 1;
-            }
-        };
-        let wall = w0.elapsed().as_secs_f64();
-        let cpu = cpu_s(pid) - cpu0;
-        let (families, zones) = cardinality(&body);
-        let series: usize = families.values().sum();
-        let s = json!({
-            "wall_s": wall,
-            "cpu_s": cpu,
-            "collect_s": metric(&body, "sockstat_collect_duration_seconds"),
-            "up": metric(&body, "sockstat_up"),
-            "zones": metric(&body, "sockstat_zones"),
-            "owner_scans": metric(&body, "sockstat_owner_scans_total"),
-            "bytes": body.len(),
-            "series": series,
-            "zone_labels": zones.len(),
-        });
-        eprintln!("sockbench serve: scrape {:>2}: {s}", i + 1);
-        scrapes.push(s);
-        last = body;
-    }
+    let Some(r) = serve_and_scrape(a, run, true) else {
+        return 1;
+    };
+    let (scrapes, last, load_start) = (r.scrapes, r.last, r.load_start);
     let (families, zones) = cardinality(&last);
     if zones.len() != a.zones {
         eprintln!(
@@ -599,18 +549,119 @@ fn measure(a: &Inner, run: &Path) -> i32 {
             "min": per_zone.first(), "median": per_zone.get(per_zone.len() / 2), "max": per_zone.last(),
         },
         "zone_labels": labelled.len(),
-        "rss_kib": status_kib(pid, "VmRSS:"),
-        "rss_peak_kib": status_kib(pid, "VmHWM:"),
+        "rss_kib": r.rss_kib,
+        "rss_peak_kib": r.rss_peak_kib,
+        "without_z": without_z.map(|w| json!({
+            "scrapes": w.scrapes,
+            "rss_kib": w.rss_kib,
+            "rss_peak_kib": w.rss_peak_kib,
+            "series": cardinality(&w.last).0.values().sum::<usize>(),
+        })),
         "promtool_ok": promtool,
-        "serve_log": std::fs::read_to_string(run.join("serve.log")).unwrap_or_default(),
+        "serve_log": r.log,
         "loadavg_start": load_start,
-        "loadavg_end": load(),
+        "loadavg_end": loadavg(),
     });
-    drop(server);
     for g in &gens {
         unsafe { libc::kill(g.0.id() as i32, libc::SIGTERM) };
     }
     drop(gens);
     let _ = std::fs::write(&a.result, serde_json::to_string_pretty(&v).unwrap());
     0
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// What one exporter run gave.
+struct ServerRun {
+    scrapes: Vec<serde_json::Value>,
+    last: String,
+    rss_kib: u64,
+    rss_peak_kib: u64,
+    log: String,
+    load_start: String,
+}
+
+/// Starts `sockstat serve` (with `-Z` when `minus_z`) and scrapes it `a.scrapes` times.
+fn serve_and_scrape(a: &Inner, run: &Path, minus_z: bool) -> Option<ServerRun> {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let log_path = run.join(if minus_z { "serve-z.log" } else { "serve.log" });
+    let log = std::fs::File::create(&log_path).expect("serve log");
+    let mut cmd = Command::new(&a.sockstat);
+    cmd.arg("serve");
+    if minus_z {
+        cmd.arg("-Z");
+    }
+    let server = cmd
+        .args(["--listen", &addr, "--scrape-budget", "300s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("start sockstat serve");
+    let pid = server.id();
+    let _server = Reaped(server);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(&addr).is_err() {
+        if Instant::now() > deadline {
+            eprintln!("sockbench serve: sockstat serve did not listen");
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let load_start = loadavg();
+    let mut scrapes = Vec::new();
+    let mut last = String::new();
+    for i in 0..a.scrapes {
+        if i > 0 {
+            std::thread::sleep(Duration::from_secs_f64(a.interval_s));
+        }
+        let cpu0 = cpu_s(pid);
+        let w0 = Instant::now();
+        let body = match http_get(&addr) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("sockbench serve: scrape {}: {e}", i + 1);
+                return None;
+            }
+        };
+        let wall = w0.elapsed().as_secs_f64();
+        let cpu = cpu_s(pid) - cpu0;
+        let (families, zones) = cardinality(&body);
+        let series: usize = families.values().sum();
+        let s = json!({
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "collect_s": metric(&body, "sockstat_collect_duration_seconds"),
+            "up": metric(&body, "sockstat_up"),
+            "zones": metric(&body, "sockstat_zones"),
+            "owner_scans": metric(&body, "sockstat_owner_scans_total"),
+            "bytes": body.len(),
+            "series": series,
+            "zone_labels": zones.len(),
+        });
+        eprintln!(
+            "sockbench serve: {} scrape {:>2}: {s}",
+            if minus_z { "-Z" } else { "  " },
+            i + 1
+        );
+        scrapes.push(s);
+        last = body;
+    }
+    Some(ServerRun {
+        scrapes,
+        last,
+        rss_kib: status_kib(pid, "VmRSS:"),
+        rss_peak_kib: status_kib(pid, "VmHWM:"),
+        log: std::fs::read_to_string(&log_path).unwrap_or_default(),
+        load_start,
+    })
 }
