@@ -43,6 +43,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: sockbench serve [--zones 1,500] [-n 200k] [-p 500] [--scrapes 10] [--interval 3]\n\
          \x20                     [--child-ehash N] [--sockstat PATH] [--out DIR] [--doc FILE|--no-doc] [--no-build]\n\
+         \x20      sockbench serve --report   (write the section again from the results in --out)\n\
          Z zones of N/Z sockets each (the first in the benchmark's namespace, the others in\n\
          namespaces of their own), scraped by `sockstat serve -Z`; as root."
     );
@@ -85,10 +86,15 @@ pub fn main(args: Vec<String>) -> i32 {
             "--no-doc" => o.doc = None,
             "--no-build" => o.build = false,
             "--child-ehash" => o.child_ehash = Some(v().parse().unwrap_or_else(|_| usage())),
+            "--report" => o.zones.clear(),
             _ => usage(),
         }
     }
-    if o.zones.is_empty() || o.zones.contains(&0) || o.scrapes < 2 || o.n / 20 < o.zones[0] {
+    // `--report`: only write the section again from the results already in --out.
+    if o.zones.is_empty() {
+        return write_doc(&o);
+    }
+    if o.zones.contains(&0) || o.scrapes < 2 || o.n / 20 < o.zones[0] {
         usage();
     }
     if unsafe { libc::geteuid() } != 0 {
@@ -207,21 +213,27 @@ pub fn main(args: Vec<String>) -> i32 {
         v["meta"] = meta.clone();
         let _ = std::fs::write(&result, serde_json::to_string_pretty(&v).unwrap());
     }
-    if let Some(doc) = &o.doc {
-        let Some(section) = crate::report::serve_section(&o.out) else {
-            eprintln!("sockbench serve: no results to write");
-            return 1;
-        };
-        let old = std::fs::read_to_string(doc).unwrap_or_default();
-        if let Err(e) = std::fs::write(doc, crate::report::splice_serve(&old, &section)) {
-            eprintln!("sockbench serve: cannot write {}: {e}", doc.display());
-            return 1;
-        }
-        eprintln!(
-            "sockbench serve: wrote the Exporter section of {}",
-            doc.display()
-        );
+    write_doc(&o)
+}
+
+/// Rewrites the Exporter section of the document from the results in `o.out`.
+fn write_doc(o: &Opts) -> i32 {
+    let Some(doc) = &o.doc else {
+        return 0;
+    };
+    let Some(section) = crate::report::serve_section(&o.out) else {
+        eprintln!("sockbench serve: no results to write");
+        return 1;
+    };
+    let old = std::fs::read_to_string(doc).unwrap_or_default();
+    if let Err(e) = std::fs::write(doc, crate::report::splice_serve(&old, &section)) {
+        eprintln!("sockbench serve: cannot write {}: {e}", doc.display());
+        return 1;
     }
+    eprintln!(
+        "sockbench serve: wrote the Exporter section of {}",
+        doc.display()
+    );
     0
 }
 
