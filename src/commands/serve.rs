@@ -64,8 +64,10 @@ sockstat_ephemeral_ports_usable, sockstat_ephemeral_destinations, sockstat_findi
 sockstat_kernel_trouble_total, sockstat_listeners_command_unknown, sockstat_up,
 sockstat_scrape_duration_seconds, sockstat_snapshot_age_seconds,
 sockstat_collect_duration_seconds, sockstat_scrape_budget_exceeded_total,
-sockstat_owner_scans_total. sockstat_findings needs two collections: the first scrape has none.
-GET and HEAD are answered; other methods get 405.
+sockstat_owner_scans_total, sockstat_zones. sockstat_findings needs two collections: the first
+scrape has none. Every per-zone family has a zone label (global on the host); with -Z, every
+zone on the host is exported, each zone besides its own with a bounded set of series
+(doc/serve.md, Cardinality). GET and HEAD are answered; other methods get 405.
 
 Privileges: it keeps CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (to name the processes holding
 listeners), and CAP_SYS_ADMIN with -Z (to enter other namespaces), and drops every other

@@ -374,3 +374,48 @@ fn serve_refuses_one_zone_and_takes_every_zone_twice() {
     let body = get(&server.addr, "/metrics").expect("scrape").body;
     assert_eq!(value(&body, "sockstat_up"), 1.0, "{body}");
 }
+
+#[test]
+fn an_owner_scan_that_cannot_use_bpf_says_so_once_and_scans_proc_from_then_on() {
+    require_root!("an_owner_scan_that_cannot_use_bpf_says_so_once_and_scans_proc_from_then_on");
+    // As root with -Z the exporter keeps CAP_SYS_ADMIN, so it asks for the BPF iterator; through
+    // a /proc reached by another path, the iterator's pids could not be trusted and it refuses.
+    let dir = tempdir();
+    let proc_link = dir.path().join("proc");
+    std::os::unix::fs::symlink("/proc", &proc_link).unwrap();
+    let first = listener(None, "bpfless1", 0);
+    let server = serve_with(
+        &[],
+        &[
+            "-Z",
+            "--scrape-budget",
+            "20s",
+            "--proc-root",
+            proc_link.to_str().unwrap(),
+        ],
+    );
+    let body = get(&server.addr, "/metrics").expect("scrape").body;
+    let port1 = first.item(1).sock().port();
+    assert_eq!(
+        listeners_on(&body, port1).get("global").map(String::as_str),
+        Some("bpfless1"),
+        "{body}"
+    );
+    // A new listener: a second scan, from /proc, with no second message.
+    let second = listener(None, "bpfless2", 0);
+    let body = get(&server.addr, "/metrics").expect("scrape").body;
+    let port2 = second.item(1).sock().port();
+    assert_eq!(
+        listeners_on(&body, port2).get("global").map(String::as_str),
+        Some("bpfless2"),
+        "{body}"
+    );
+    assert_eq!(value(&body, "sockstat_owner_scans_total"), 2.0, "{body}");
+    let log = server.log_with(&["BPF owner scan cannot run here"]);
+    assert_eq!(
+        log.matches("BPF owner scan cannot run here").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("scanning /proc instead"), "{log}");
+}
