@@ -2,7 +2,8 @@
 //!
 //! `sockstat serve` reads the holders of listening sockets from other users' `/proc/PID/fd`,
 //! which takes exactly CAP_DAC_READ_SEARCH (to list the directory) and CAP_SYS_PTRACE (to read
-//! its links); doc/serve.md shows the measurement. Whatever else the process was started with
+//! its links); with `-Z` it also joins other network namespaces, which takes CAP_SYS_ADMIN.
+//! doc/serve.md shows the measurements. Whatever else the process was started with
 //! (all of root's capabilities, or a service manager's ambient set) is dropped from the
 //! effective, permitted, inheritable and ambient sets, and from the bounding set when the
 //! process may change it (CAP_SETPCAP), so that nothing it runs later, nor a bug in it, can use
@@ -16,6 +17,13 @@ use rustix::thread::{CapabilitySet, CapabilitySets};
 
 /// What `sockstat serve` keeps: naming the processes that hold listening sockets.
 pub const EXPORTER: CapabilitySet = CapabilitySet::DAC_READ_SEARCH.union(CapabilitySet::SYS_PTRACE);
+
+/// What `sockstat serve -Z` keeps: [`EXPORTER`], and joining other network namespaces with
+/// `setns`, which takes CAP_SYS_ADMIN (over the namespace's user namespace: the host's).
+pub const EXPORTER_ZONES: CapabilitySet = EXPORTER.union(CapabilitySet::SYS_ADMIN);
+
+/// What the BPF owner scan needs besides root's fd access: loading and running the iterator.
+pub const BPF_SCAN: CapabilitySet = CapabilitySet::BPF.union(CapabilitySet::PERFMON);
 
 /// The capabilities of this thread after [`keep_only`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

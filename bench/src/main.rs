@@ -13,11 +13,14 @@
 //! (raw hyperfine JSON and tool outputs) and `doc/BENCHMARKS.md`.
 //!
 //! `sockbench check -n 300 -p 10` runs only the correctness check (used by the smoke test).
+//! `sockbench serve --zones 1,500 -n 200k` measures scrapes of `sockstat serve -Z` on a node with
+//! that many zones (`serve.rs`).
 
 mod check;
 mod inner;
 mod pycall;
 mod report;
+mod serve;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +71,7 @@ fn usage() -> ! {
          \x20      sockbench python --python PATH [--scales 1k,10k,100k] [--runs N]   (only the Python call rows,\n\
          \x20                spliced into the doc's Python section)\n\
          \x20      sockbench check [-n SOCKETS] [-p PROCS] [--sockstat PATH|--no-sockstat] [--tools a,b,..]\n\
+         \x20      sockbench serve [--zones 1,500] [-n 200k] [-p 500] [--scrapes 10] (see `sockbench serve --help`)\n\
          scales: N or N:PROCS (1k=50, 10k=100, 60k=300, 100k=300, 200k=500 processes by default)"
     );
     std::process::exit(2)
@@ -96,6 +100,18 @@ fn main() {
     if args.first().map(|s| s.as_str()) == Some("inner") {
         args.remove(0);
         std::process::exit(inner::main(args));
+    }
+    if args.first().map(|s| s.as_str()) == Some("serve-inner") {
+        args.remove(0);
+        std::process::exit(serve::inner(args));
+    }
+    if args.first().map(|s| s.as_str()) == Some("serve") {
+        args.remove(0);
+        unsafe {
+            libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+            libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        }
+        std::process::exit(serve::main(args));
     }
     let cmd = if args.is_empty() || args[0].starts_with('-') {
         "run".to_string()

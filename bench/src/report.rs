@@ -882,6 +882,16 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
     // --- floor vs baseline
     md.push_str(PROFILE);
     md.push_str(BIG_TABLES);
+    // The exporter's section comes from `sockbench serve`: its results when they are in the out
+    // dir, else the section already in the document (a run of the tools does not redo it).
+    let kept = o
+        .doc
+        .as_ref()
+        .and_then(|d| std::fs::read_to_string(d).ok())
+        .and_then(|text| serve_part(&text).map(str::to_string));
+    if let Some(section) = serve_section(&o.out.join("serve")).or(kept) {
+        md.push_str(&section);
+    }
     let _ = writeln!(md, "## Floor against baseline.md (must be within 30 %)\n");
     let _ = writeln!(
         md,
@@ -1183,4 +1193,244 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
         summary: sum,
         markdown: md,
     }
+}
+
+/// Where `sockbench serve` writes in BENCHMARKS.md: between these two lines, so that it and
+/// `sockbench run` each rewrite their own part.
+const SERVE_BEGIN: &str = "<!-- sockbench serve: begin -->\n";
+const SERVE_END: &str = "<!-- sockbench serve: end -->\n";
+
+/// The `sockbench serve` section of a document, markers included.
+fn serve_part(doc: &str) -> Option<&str> {
+    let i = doc.find(SERVE_BEGIN)?;
+    let j = doc[i..].find(SERVE_END)? + i + SERVE_END.len();
+    Some(&doc[i..j])
+}
+
+/// `doc` with its `sockbench serve` section replaced by `section` (or, the first time, put
+/// before the floor's comparison with the baseline, or at the end).
+pub fn splice_serve(doc: &str, section: &str) -> String {
+    if let Some(old) = serve_part(doc) {
+        return doc.replacen(old, section, 1);
+    }
+    match doc.find("## Floor against baseline.md") {
+        Some(i) => format!("{}{section}\n{}", &doc[..i], &doc[i..]),
+        None => format!("{doc}\n{section}"),
+    }
+}
+
+fn f64_at(v: &Value, path: &[&str]) -> Option<f64> {
+    let mut x = v;
+    for p in path {
+        x = x.get(p)?;
+    }
+    x.as_f64()
+}
+
+/// Median, min and max.
+fn spread(mut xs: Vec<f64>) -> Option<(f64, f64, f64)> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    Some((xs[xs.len() / 2], xs[0], xs[xs.len() - 1]))
+}
+
+/// The Exporter section of BENCHMARKS.md, from `sockbench serve`'s results in `dir`
+/// (`zones-*.json`, each with how it was made); `None` when there are none.
+pub fn serve_section(dir: &Path) -> Option<String> {
+    let mut runs: Vec<Value> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("zones-") && n.ends_with(".json")
+        })
+        .filter_map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok())
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    runs.sort_by_key(|v| {
+        (
+            v["zones"].as_u64().unwrap_or(0),
+            v["child_ehash"].as_u64().unwrap_or(0),
+        )
+    });
+    let meta = runs[0]["meta"].clone();
+    // Each command with the commit its sockstat was built from.
+    let mut commands: Vec<String> = runs
+        .iter()
+        .filter_map(|r| {
+            let m = &r["meta"];
+            Some(format!(
+                "`{}` (git {}{})",
+                m["command"].as_str()?,
+                m["git"].as_str().unwrap_or("?"),
+                if m["git_dirty"].as_bool() == Some(true) {
+                    ", with uncommitted changes"
+                } else {
+                    ""
+                }
+            ))
+        })
+        .collect();
+    commands.dedup();
+    let mut md = String::from(SERVE_BEGIN);
+    let _ = writeln!(
+        md,
+        "## Exporter: a scrape of every zone (`sockstat serve -Z`)\n\n\
+         Measured with {} (as root; `sockbench serve`, bench/src/serve.rs), on {}, {} cores, \
+         Linux {}. Each row is a fresh private network and pid namespace \
+         holding the given number of zones: the first is the namespace the exporter runs in \
+         (`global`), each other one a network namespace of its own made by `sockgen --netns`, with \
+         an equal share of the sockets (sockgen's mix: TCP listeners and loopback connections, \
+         TIME_WAIT, UDP, unix) held by its own worker process; then `sockstat serve -Z` (release \
+         build) is scraped over HTTP, {} s apart. *wall* is the GET as the scraper sees it, *CPU* \
+         the exporter's user + system time over it (all threads, /proc/PID/stat, 10 ms ticks), \
+         *collect* what the exporter reports in `sockstat_collect_duration_seconds`. The first \
+         scrape is apart: it runs the full owner scan and has no diagnosis yet. *TCP hash*: \
+         whether each zone's socket dumps walk the host's TCP hash table ({} buckets here) or one \
+         of its own (`--child-ehash N` sets `net.ipv4.tcp_child_ehash_entries` and \
+         `udp_child_hash_entries` to N before the zones are made).\n",
+        commands.join(" and "),
+        meta["date"].as_str().unwrap_or("?"),
+        meta["nproc"],
+        meta["kernel"].as_str().unwrap_or("?"),
+        runs[0]["interval_s"]
+            .as_f64()
+            .map_or_else(|| "a few".to_string(), |x| format!("{x}")),
+        meta["tcp_ehash_entries"].as_str().unwrap_or("?"),
+    );
+    let _ = writeln!(
+        md,
+        "| zones | sockets | TCP hash | 1st scrape: wall s, CPU s | later scrapes: wall s, median (min–max) | CPU s, median (min–max) | collect s, median | body | series | series per other zone | RSS, peak |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for r in &runs {
+        let hash = match r["child_ehash"].as_u64() {
+            Some(n) if r["zones"].as_u64() != Some(1) => format!("own, {n}"),
+            _ => "host's".to_string(),
+        };
+        let w = &r["without_z"];
+        if !w.is_null() {
+            serve_row(
+                &mut md,
+                &format!("{}, without `-Z`", r["zones"]),
+                r,
+                w,
+                &hash,
+            );
+        }
+        serve_row(&mut md, &r["zones"].to_string(), r, r, &hash);
+    }
+    md.push('\n');
+    for r in &runs {
+        let fam = r["series_by_family"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let mut fams: Vec<(String, u64)> = fam
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+            .filter(|(_, n)| *n > 1)
+            .collect();
+        fams.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let _ =
+            writeln!(
+            md,
+            "{} zone{}{}: series by family: {}; the host's zone has {} series; `promtool check \
+             metrics`: {}; owner scans: {} in {} scrapes; load average (1 min) {} → {}.\n",
+            r["zones"],
+            if r["zones"].as_u64() == Some(1) { "" } else { "s" },
+            r["child_ehash"]
+                .as_u64()
+                .map_or(String::new(), |n| format!(" (own TCP hash, {n})")),
+            fams.iter()
+                .map(|(k, n)| format!("`{k}` {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r["series_global"],
+            match r["promtool_ok"].as_bool() {
+                Some(true) => "ok",
+                Some(false) => "FAILED",
+                None => "not run",
+            },
+            r["scrapes"]
+                .as_array()
+                .and_then(|s| s.last())
+                .map_or(Value::Null, |s| s["owner_scans"].clone()),
+            r["scrapes"].as_array().map_or(0, Vec::len),
+            r["loadavg_start"]
+                .as_str()
+                .unwrap_or("?")
+                .split(' ')
+                .next()
+                .unwrap_or("?"),
+            r["loadavg_end"]
+                .as_str()
+                .unwrap_or("?")
+                .split(' ')
+                .next()
+                .unwrap_or("?"),
+        );
+    }
+    md.push_str(SERVE_PROFILE);
+    md.push_str(SERVE_END);
+    Some(md)
+}
+
+/// Where a 500-zone scrape's time goes (measured once with perf, not by the run above).
+const SERVE_PROFILE: &str = "Where the time goes, from `perf record -F 499 -g -p PID -- sleep 45` \
+on the exporter during the 500-zone rows' scrapes, `perf report --no-children --sort sym` (measured \
+on 2026-11-25, not by the run above): with the host's TCP hash, 70 % of the samples in the kernel's \
+`tcp_diag_dump` and 6 % in `udp_dump`, plus 9 % in the spinlocks they take, 1.6 % in \
+`mptcp_diag_dump`; sockstat's own code (decoding, analysis, rendering) under 5 %. A sock_diag dump \
+runs in one network namespace, but the kernel walks the host-wide hash table and skips the other \
+namespaces' sockets one by one: each zone's TCP dumps (IPv4 and IPv6) walk all 262,144 buckets and \
+every TCP socket of the node, so a scrape costs zones × the node's TCP sockets. With hash tables of \
+their own (`net.ipv4.tcp_child_ehash_entries`, Linux 6.1+, set before the namespaces are made), \
+`tcp_diag_dump` still had 55 % of the samples (the listening hash stays the host's) and \
+`mptcp_diag_dump` 5 % (its token table is the host's too), for a third of the CPU time.\n\n";
+
+/// One row of the Exporter table: `run` says what was measured (its `scrapes`, RSS, last
+/// series), `r` the zones it was measured on.
+fn serve_row(md: &mut String, label: &str, r: &Value, run: &Value, hash: &str) {
+    let scrapes = run["scrapes"].as_array().cloned().unwrap_or_default();
+    let first = scrapes.first().cloned().unwrap_or(Value::Null);
+    let later = |k: &str| {
+        spread(
+            scrapes
+                .iter()
+                .skip(1)
+                .filter_map(|s| s[k].as_f64())
+                .collect(),
+        )
+    };
+    let fmt3 = |x: Option<(f64, f64, f64)>| {
+        x.map_or("?".to_string(), |(m, lo, hi)| {
+            format!("**{m:.2}** ({lo:.2}–{hi:.2})")
+        })
+    };
+    let last = scrapes.last().cloned().unwrap_or(Value::Null);
+    let per = &r["series_per_other_zone"];
+    let _ = writeln!(
+        md,
+        "| {label} | {} | {hash} | {:.2}, {:.2} | {} | {} | {} | {:.0} kB | {} | {} | {:.0} MiB, {:.0} MiB |",
+        r["sockets"],
+        f64_at(&first, &["wall_s"]).unwrap_or(f64::NAN),
+        f64_at(&first, &["cpu_s"]).unwrap_or(f64::NAN),
+        fmt3(later("wall_s")),
+        fmt3(later("cpu_s")),
+        later("collect_s").map_or("?".into(), |(m, _, _)| format!("{m:.2}")),
+        f64_at(&last, &["bytes"]).unwrap_or(0.0) / 1e3,
+        last["series"],
+        if per["max"].is_null() {
+            "–".to_string()
+        } else {
+            format!("{}–{} (median {})", per["min"], per["max"], per["median"])
+        },
+        run["rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+        run["rss_peak_kib"].as_f64().unwrap_or(0.0) / 1024.0,
+    );
 }

@@ -188,12 +188,13 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print 
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l listen -d 'Address and port to serve /metrics on. Loopback by default: the metrics name processes, addresses and ports' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l top -d 'Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l top -d 'Destinations the ephemeral-port metrics show, over all zones, highest share of the port range first (bounds their label cardinality)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l scrape-budget -d 'Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l web.config.file -d 'The Prometheus exporter toolkit\'s web configuration file (as node_exporter\'s): TLS, client certificates, basic-auth users with bcrypt hashes, extra headers, a rate limit. Checked at start; read again when it or a file it names changes' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l proc-root -d 'Read /proc from this directory (testing)' -r -F
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s Z -d 'Every zone (network namespace) on the host, as `sockstat -Z` finds and names them, each read inside it: every per-zone metric gets that zone\'s label. Needs CAP_SYS_ADMIN'
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r

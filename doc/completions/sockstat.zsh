@@ -214,12 +214,13 @@ never\:"Never"))' \
 (serve)
 _arguments "${_arguments_options[@]}" : \
 '--listen=[Address and port to serve /metrics on. Loopback by default\: the metrics name processes, addresses and ports]:ADDR:PORT:_default' \
-'--top=[Destinations the ephemeral-port metrics show, largest use first (bounds their label cardinality)]:N:_default' \
+'--top=[Destinations the ephemeral-port metrics show, over all zones, highest share of the port range first (bounds their label cardinality)]:N:_default' \
 '--scrape-budget=[Longest a scrape waits for a fresh collection; past it, the last collection is served with its age (sockstat_snapshot_age_seconds)]:DURATION:_default' \
 '--web.config.file=[The Prometheus exporter toolkit'\''s web configuration file (as node_exporter'\''s)\: TLS, client certificates, basic-auth users with bcrypt hashes, extra headers, a rate limit. Checked at start; read again when it or a file it names changes]:FILE:_files' \
 '--proc-root=[Read /proc from this directory (testing)]:DIR:_files' \
 '--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
+'-Z[Every zone (network namespace) on the host, as \`sockstat -Z\` finds and names them, each read inside it\: every per-zone metric gets that zone'\''s label. Needs CAP_SYS_ADMIN]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0

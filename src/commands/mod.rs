@@ -63,7 +63,8 @@ pub enum Command {
     /// A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics.
     ///
     /// Serves GET /metrics in the Prometheus text format, from a fresh collection of the
-    /// namespace sockstat runs in at every scrape: sockets by protocol, family, state and zone;
+    /// namespace sockstat runs in (with -Z: of every zone on the host, each series labelled with
+    /// its zone) at every scrape: sockets by protocol, family, state and zone;
     /// each listening socket's accept queue, backlog and command; ephemeral-port use of the
     /// busiest destinations (--top); diagnosis findings by rule and severity (between this
     /// scrape's collection and the previous one, so the first scrape has none); the kernel

@@ -1,5 +1,6 @@
 //! `sockstat serve`: a Prometheus exporter. `GET /metrics` answers in the text exposition format
-//! (`sockstat::render::metrics`) from a fresh collection of the namespace sockstat runs in.
+//! (`sockstat::render::metrics`) from a fresh collection of the namespace sockstat runs in, or,
+//! with `-Z`, of every zone (network namespace) on the host, each labelled with its zone.
 //!
 //! The HTTP layer (TLS, authentication, methods) is `crate::http`; this file answers its
 //! requests. One worker thread collects, so collections never overlap; scrapes arriving together
@@ -7,10 +8,10 @@
 //! `--scrape-budget`; past it, the scrape is answered from the last collection with its age
 //! (`sockstat_snapshot_age_seconds`) while the worker finishes, and the next scrape gets the
 //! result. The worker keeps what the next collection reuses: the previous sample (diagnosis
-//! needs two) and an owner cache (socket inode → holders) for the listening sockets, the only
-//! sockets whose owners the metrics show, so the /proc scan runs only when a listener appears
-//! that the cache does not know (or the cache is older than [`OWNER_REFRESH`]). doc/serve.md
-//! describes every metric.
+//! needs two) and an owner cache ((zone, socket inode) → holders) for the listening sockets, the
+//! only sockets whose owners the metrics show, so the /proc scan (one for every zone: it reads
+//! every process's fds) runs only when a listener appears that the cache does not know (or the
+//! cache is older than [`OWNER_REFRESH`]). doc/serve.md describes every metric.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -22,15 +23,17 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::{
-    judge, Diagnosis, Endpoint, Owner, OwnersStatus, Process, Proto, Query, Sample, Sampler,
-    Snapshot, State,
+    judge, Diagnosis, Endpoint, Owner, OwnerScan, OwnersStatus, Process, Proto, Query, Sample,
+    Sampler, State, Zone, ZoneKind, ZoneSample, ZoneSelect,
 };
 
 use crate::cli::Cli;
 use crate::http::{Method, Request, Response, Server};
 use crate::privileges;
+use rustix::thread::CapabilitySet;
 
 /// The owner cache is refreshed at least this often, so a listener handed to another process
 /// (or whose holder exited while a child kept it) gets its `command` label corrected.
@@ -61,14 +64,18 @@ sockstat_ephemeral_ports_usable, sockstat_ephemeral_destinations, sockstat_findi
 sockstat_kernel_trouble_total, sockstat_listeners_command_unknown, sockstat_up,
 sockstat_scrape_duration_seconds, sockstat_snapshot_age_seconds,
 sockstat_collect_duration_seconds, sockstat_scrape_budget_exceeded_total,
-sockstat_owner_scans_total. sockstat_findings needs two collections: the first scrape has none.
-GET and HEAD are answered; other methods get 405.
+sockstat_owner_scans_total, sockstat_zones. sockstat_findings needs two collections: the first
+scrape has none. Every per-zone family has a zone label (global on the host); with -Z, every
+zone on the host is exported, each zone besides its own with a bounded set of series
+(doc/serve.md, Cardinality). GET and HEAD are answered; other methods get 405.
 
 Privileges: it keeps CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (to name the processes holding
-listeners) and drops every other capability once it listens.
+listeners), and CAP_SYS_ADMIN with -Z (to enter other namespaces), and drops every other
+capability once it listens.
 
 Examples:
   sockstat serve                             http://127.0.0.1:9277/metrics
+  sockstat serve -Z                          every container and namespace, labelled by zone
   sockstat serve --listen 0.0.0.0:9277       every interface (metrics name processes: firewall it)
   sockstat serve --top 50 --scrape-budget 10s
   sockstat serve --web.config.file /etc/sockstat/web.yml   TLS and passwords (doc/serve.md)
@@ -80,8 +87,12 @@ pub struct ServeArgs {
     /// addresses and ports.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9277")]
     pub listen: SocketAddr,
-    /// Destinations the ephemeral-port metrics show, largest use first (bounds their label
-    /// cardinality).
+    /// Every zone (network namespace) on the host, as `sockstat -Z` finds and names them, each
+    /// read inside it: every per-zone metric gets that zone's label. Needs CAP_SYS_ADMIN.
+    #[arg(short = 'Z', overrides_with = "all_zones")]
+    pub all_zones: bool,
+    /// Destinations the ephemeral-port metrics show, over all zones, highest share of the port
+    /// range first (bounds their label cardinality).
     #[arg(long, value_name = "N", default_value_t = metrics::DEFAULT_TOP)]
     pub top: usize,
     /// Longest a scrape waits for a fresh collection; past it, the last collection is served
@@ -101,13 +112,18 @@ pub struct ServeArgs {
     pub help: Option<bool>,
 }
 
-/// Owners of the listening sockets, by socket inode, with the processes they name.
-#[derive(Default)]
+/// Owners of the listening sockets, by zone key and socket inode, with the processes they
+/// name. One /proc scan serves every zone: it reads the fds of every process on the host.
 struct OwnerCache {
-    by_inode: HashMap<u64, Vec<Owner>>,
+    by_listener: HashMap<(Option<u64>, u64), Vec<Owner>>,
     processes: HashMap<u32, Process>,
     refreshed: Option<Instant>,
     scans: u64,
+    /// How the scan reads fd tables: the BPF iterator when the capabilities kept allow it
+    /// (CAP_SYS_ADMIN, kept with -Z, or CAP_BPF and CAP_PERFMON), until it fails once (a
+    /// system-call filter, an old kernel); else `/proc`, so that the iterator is not tried and
+    /// given up at every scan.
+    scan: OwnerScan,
 }
 
 fn listener_inode(s: &sockstat::Socket) -> Option<u64> {
@@ -117,58 +133,95 @@ fn listener_inode(s: &sockstat::Socket) -> Option<u64> {
 }
 
 impl OwnerCache {
-    /// Gives the snapshot's listeners their holders: from the cache when every listener inode
-    /// is known to it and it is fresh, else from one full /proc scan that refills it. Returns a
-    /// warning text when the scan failed.
-    fn fill(&mut self, snap: &mut Snapshot, proc_root: &std::path::Path) -> Option<String> {
-        let inodes: Vec<u64> = snap.sockets.iter().filter_map(listener_inode).collect();
+    fn new(scan: OwnerScan) -> OwnerCache {
+        OwnerCache {
+            by_listener: HashMap::new(),
+            processes: HashMap::new(),
+            refreshed: None,
+            scans: 0,
+            scan,
+        }
+    }
+
+    /// Gives the listeners of every zone their holders: from the cache when every listener is
+    /// known to it and it is fresh, else from one full owner scan that refills it. Returns a
+    /// warning text when the scan failed, or could not use the BPF iterator.
+    fn fill(&mut self, zones: &mut [ZoneSample], proc_root: &std::path::Path) -> Option<String> {
+        let listeners: Vec<(Option<u64>, u64)> = zones
+            .iter()
+            .flat_map(|z| {
+                z.snapshot
+                    .sockets
+                    .iter()
+                    .filter_map(listener_inode)
+                    .map(move |i| (z.key, i))
+            })
+            .collect();
         let stale = self.refreshed.is_none_or(|t| t.elapsed() >= OWNER_REFRESH);
         let mut warning = None;
-        if stale || inodes.iter().any(|i| !self.by_inode.contains_key(i)) {
+        if stale || listeners.iter().any(|l| !self.by_listener.contains_key(l)) {
             self.scans += 1;
             self.refreshed = Some(Instant::now());
             let mut q = Query::new();
             q.proc_root = proc_root.to_path_buf();
+            q.owner_scan = self.scan;
             match sockstat::scan_owners(&q) {
                 Ok(scan) => {
-                    self.by_inode = inodes
+                    if let Some(why) = scan.bpf_unavailable {
+                        // Say it once, and scan /proc from now on without trying again.
+                        warning = Some(format!(
+                            "the BPF owner scan cannot run here ({why}); scanning /proc instead"
+                        ));
+                        self.scan = OwnerScan::Proc;
+                    }
+                    self.by_listener = listeners
                         .iter()
-                        .map(|&id| {
+                        .map(|&(zone, id)| {
                             let holders = scan.index.holders_of(id);
-                            (id, holders.iter().map(|x| x.owner).collect())
+                            ((zone, id), holders.iter().map(|x| x.owner).collect())
                         })
                         .collect();
                     let mut procs = scan.processes;
                     self.processes = self
-                        .by_inode
+                        .by_listener
                         .values()
                         .flatten()
                         .filter_map(|o| Some((o.pid, procs.remove(&o.pid)?)))
                         .collect();
                 }
                 Err(e) => {
-                    // Remember the inodes anyway: a failing scan is retried at the refresh.
-                    self.by_inode = inodes.iter().map(|&i| (i, Vec::new())).collect();
+                    // Remember the listeners anyway: a failing scan is retried at the refresh.
+                    self.by_listener = listeners.iter().map(|&l| (l, Vec::new())).collect();
                     self.processes.clear();
                     warning = Some(e.to_string());
                 }
             }
         } else {
-            // Forget listeners that closed, so the cache stays as small as the listener set.
-            let live: std::collections::HashSet<u64> = inodes.iter().copied().collect();
-            self.by_inode.retain(|i, _| live.contains(i));
+            // Forget listeners that closed (and zones that went away), so the cache stays as
+            // small as the listener set.
+            let live: std::collections::HashSet<(Option<u64>, u64)> =
+                listeners.iter().copied().collect();
+            self.by_listener.retain(|l, _| live.contains(l));
         }
-        for s in &mut snap.sockets {
-            if let Some(owners) = listener_inode(s).and_then(|i| self.by_inode.get(&i)) {
-                s.owners = owners.clone();
-                s.owners_status = if owners.is_empty() {
-                    OwnersStatus::None
-                } else {
-                    OwnersStatus::Known
-                };
+        for z in zones {
+            let snap = &mut z.snapshot;
+            for s in &mut snap.sockets {
+                let owners = listener_inode(s).and_then(|i| self.by_listener.get(&(z.key, i)));
+                if let Some(owners) = owners {
+                    s.owners = owners.clone();
+                    s.owners_status = if owners.is_empty() {
+                        OwnersStatus::None
+                    } else {
+                        OwnersStatus::Known
+                    };
+                    for o in owners {
+                        if let Some(p) = self.processes.get(&o.pid) {
+                            snap.processes.entry(o.pid).or_insert_with(|| p.clone());
+                        }
+                    }
+                }
             }
         }
-        snap.processes = self.processes.clone();
         warning
     }
 }
@@ -176,7 +229,8 @@ impl OwnerCache {
 /// What the worker keeps between collections.
 struct Collector {
     proc_root: PathBuf,
-    zone: String,
+    /// The zone sockstat runs in.
+    own: Zone,
     top: usize,
     owners: OwnerCache,
     sampler: Sampler,
@@ -191,10 +245,11 @@ struct Collected {
     body: Vec<u8>,
     finished: Instant,
     duration: Duration,
+    zones: usize,
 }
 
 impl Collector {
-    fn new(proc_root: PathBuf, zone: String, top: usize) -> Collector {
+    fn new(proc_root: PathBuf, zones: ZoneSelect, top: usize, owner_scan: OwnerScan) -> Collector {
         let mut q = Query::new();
         q.owners = false;
         q.resolve_users = false;
@@ -202,11 +257,12 @@ impl Collector {
         q.memory = true;
         q.congestion = true;
         q.proc_root = proc_root.clone();
+        q.zones = zones;
         Collector {
+            own: own_zone(&proc_root),
             proc_root,
-            zone,
             top,
-            owners: OwnerCache::default(),
+            owners: OwnerCache::new(owner_scan),
             sampler: Sampler::new(&q),
             previous: None,
             logged: Vec::new(),
@@ -216,8 +272,8 @@ impl Collector {
     fn collect(&mut self) -> anyhow::Result<Collected> {
         let start = Instant::now();
         let mut now = self.sampler.sample().context("listing sockets")?;
-        // What the collection could not read (counters, sysctls) leaves metrics out: say so in
-        // the log when it starts, not at every scrape.
+        // What the collection could not read (counters, sysctls, zones it may not enter) leaves
+        // metrics out: say so in the log when it starts, not at every scrape.
         let codes: Vec<sockstat::WarningCode> = now.warnings.iter().map(|w| w.code).collect();
         if codes != self.logged {
             for w in now
@@ -229,32 +285,39 @@ impl Collector {
             }
             self.logged = codes;
         }
-        for z in &mut now.zones {
-            if let Some(w) = self.owners.fill(&mut z.snapshot, &self.proc_root) {
-                eprintln!("sockstat: warning: no process information for listeners: {w}");
-            }
+        if let Some(w) = self.owners.fill(&mut now.zones, &self.proc_root) {
+            eprintln!("sockstat: warning: no process information for listeners: {w}");
         }
-        let here = now
+        let reports: Vec<sockstat::ports::PortsReport> = now
             .zones
-            .first()
-            .context("the sample has no namespace in it")?;
-        let report = sockstat::ports::analyze_zone(here, None, None, None);
+            .iter()
+            .map(|z| sockstat::ports::analyze_zone(z, None, None, None))
+            .collect();
         let findings = self
             .previous
             .as_ref()
             .map(|before| judge(before, &now, &Diagnosis::default()).findings);
+        let zones: Vec<ZoneMetrics<'_>> = now
+            .zones
+            .iter()
+            .zip(&reports)
+            .map(|(z, r)| ZoneMetrics {
+                sample: z,
+                ports: Some(r),
+            })
+            .collect();
         let mut body = Vec::with_capacity(64 * 1024);
         metrics::write_snapshot(
             &MetricsInput {
-                snapshot: &here.snapshot,
-                zone: &self.zone,
-                ports: Some(&report),
+                zones: &zones,
+                own: &self.own,
                 top: self.top,
                 findings: findings.as_deref(),
-                counters: here.counters.as_ref(),
             },
             &mut body,
         )?;
+        drop(zones);
+        let n_zones = now.zones.len();
         // Diagnosis reads the earlier sample only through its counters and the TCP sockets it
         // can join by cookie (those with tcp_info): keep just those, to halve what is held
         // between scrapes on a host full of unix and UDP sockets.
@@ -269,13 +332,21 @@ impl Collector {
             body,
             finished: Instant::now(),
             duration: start.elapsed(),
+            zones: n_zones,
         })
     }
 }
 
-/// The name of the namespace sockstat runs in, as `-Z` would show it (`global` on the host).
-fn own_zone(proc_root: &std::path::Path) -> String {
-    sockstat::current_zone(proc_root).map_or_else(|| "global".to_string(), |z| z.name)
+/// The namespace sockstat runs in, as `-Z` would name it (`global` on the host).
+fn own_zone(proc_root: &std::path::Path) -> Zone {
+    sockstat::current_zone(proc_root).unwrap_or_else(|| Zone {
+        name: "global".to_string(),
+        kind: ZoneKind::Global,
+        netns_inode: None,
+        container_id: None,
+        runtime: None,
+        pod: None,
+    })
 }
 
 #[derive(Default)]
@@ -298,7 +369,14 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State0> {
 }
 
 /// Runs `sockstat serve` until the process is stopped.
-pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
+pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
+    if let Some(z) = &cli.filters.zones.zone {
+        anyhow::bail!(
+            "serve reads the namespace it runs in, or every zone with -Z: -z {z} does not apply \
+             (select zones in Prometheus by the zone label)"
+        );
+    }
+    let all_zones = a.all_zones || cli.filters.zones.all_zones;
     let proc_root = a
         .proc_root
         .clone()
@@ -322,22 +400,53 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         );
     }
     // Listening and the web configuration (certificate files included) are done: keep only
-    // what naming owners takes, before any thread starts (capabilities are per thread).
-    let kept = privileges::keep_only(privileges::EXPORTER).context("dropping capabilities")?;
-    if !kept.missing.is_empty() {
+    // what naming owners (and, with -Z, entering namespaces) takes, before any thread starts
+    // (capabilities are per thread).
+    let want = if all_zones {
+        privileges::EXPORTER_ZONES
+    } else {
+        privileges::EXPORTER
+    };
+    let kept = privileges::keep_only(want).context("dropping capabilities")?;
+    let missing_owners = kept.missing & privileges::EXPORTER;
+    if !missing_owners.is_empty() {
         eprintln!(
             "sockstat: warning: without {}, listeners held by other users' processes are \
              labelled command=\"?\" (give it those capabilities or run it as root; doc/serve.md)",
-            privileges::names(kept.missing).join(" and ")
+            privileges::names(missing_owners).join(" and ")
         );
     }
+    if !(kept.missing - privileges::EXPORTER).is_empty() {
+        eprintln!(
+            "sockstat: warning: without CAP_SYS_ADMIN, -Z cannot enter other namespaces: each is \
+             read from a process's /proc/PID/net text instead (no TCP internals there, so no \
+             findings, and no sysctls), and namespaces with no visible process are left out \
+             (give it CAP_SYS_ADMIN or run it as root; doc/serve.md)"
+        );
+    }
+    // The BPF owner scan needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); without them, ask
+    // for the /proc scan rather than have every scan try the iterator first and fall back
+    // quietly. With them, ask for the iterator (fewer system calls per scan on a big host),
+    // and give it up for good the first time it cannot run.
+    let owner_scan = if kept.effective.contains(privileges::BPF_SCAN)
+        || kept.effective.contains(CapabilitySet::SYS_ADMIN)
+    {
+        OwnerScan::Bpf
+    } else {
+        OwnerScan::Proc
+    };
 
     let shared = Arc::new(Shared {
         state: Mutex::new(State0::default()),
         done: Condvar::new(),
     });
     let (tx, rx) = mpsc::channel::<()>();
-    let mut collector = Collector::new(proc_root.clone(), own_zone(&proc_root), a.top);
+    let zones = if all_zones {
+        ZoneSelect::All
+    } else {
+        ZoneSelect::Current
+    };
+    let mut collector = Collector::new(proc_root.clone(), zones, a.top, owner_scan);
     let worker_shared = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("collect".into())
@@ -351,12 +460,20 @@ pub fn run(a: &ServeArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
                 let mut st = lock(&worker_shared);
                 match result {
                     Ok(c) => {
+                        if st.last_error.is_some() {
+                            eprintln!("sockstat: collecting again");
+                        }
                         st.last = Some(Arc::new(c));
                         st.last_error = None;
                     }
                     Err(e) => {
-                        eprintln!("sockstat: collection failed: {e:#}");
-                        st.last_error = Some(format!("{e:#}"));
+                        // Logged when it starts failing, or fails differently: not at every
+                        // scrape of a failure that persists.
+                        let e = format!("{e:#}");
+                        if st.last_error.as_ref() != Some(&e) {
+                            eprintln!("sockstat: collection failed: {e}");
+                        }
+                        st.last_error = Some(e);
                     }
                 }
                 st.owner_scans = collector.owners.scans;
@@ -428,6 +545,7 @@ fn scrape(shared: &Shared, tx: &mpsc::Sender<()>, budget: Duration) -> Vec<u8> {
         collect_duration_s: served.as_ref().map_or(0.0, |c| c.duration.as_secs_f64()),
         budget_exceeded_total: st.budget_exceeded,
         owner_scans_total: st.owner_scans,
+        zones: served.as_ref().map_or(0, |c| c.zones),
     };
     drop(st);
     let _ = metrics::write_self(&m, &mut body);
@@ -481,51 +599,97 @@ mod tests {
         ))
     }
 
+    /// One zone (key `key`) holding `sockets`.
+    fn zone(key: Option<u64>, sockets: Vec<sockstat::Socket>) -> ZoneSample {
+        ZoneSample {
+            key,
+            snapshot: sockstat::Snapshot {
+                sockets,
+                ..sockstat::Snapshot::default()
+            },
+            ..ZoneSample::default()
+        }
+    }
+
+    fn command(z: &ZoneSample, pid: u32) -> Option<String> {
+        z.snapshot
+            .process(pid)
+            .and_then(|p| p.command.as_ref())
+            .map(|c| c.to_string_lossy().into_owned())
+    }
+
     #[test]
     fn the_owner_cache_scans_only_for_a_listener_it_does_not_know() {
         let proc_root = fixture_proc();
-        let mut cache = OwnerCache::default();
-        let mut snap = Snapshot {
-            sockets: vec![socket(3331811, State::Listen)],
-            ..Snapshot::default()
-        };
-        assert_eq!(cache.fill(&mut snap, &proc_root), None);
+        let mut cache = OwnerCache::new(OwnerScan::Proc);
+        let mut zones = vec![zone(None, vec![socket(3331811, State::Listen)])];
+        assert_eq!(cache.fill(&mut zones, &proc_root), None);
         assert_eq!(cache.scans, 1);
-        assert_eq!(snap.sockets[0].owners, vec![Owner { pid: 4242, fd: 11 }]);
-        assert_eq!(snap.sockets[0].owners_status, OwnersStatus::Known);
-        let cmd = snap.process(4242).and_then(|p| p.command.as_ref());
-        assert_eq!(
-            cmd.map(|c| c.to_string_lossy().into_owned()).as_deref(),
-            Some("sockholder")
-        );
+        let s = &zones[0].snapshot.sockets[0];
+        assert_eq!(s.owners, vec![Owner { pid: 4242, fd: 11 }]);
+        assert_eq!(s.owners_status, OwnersStatus::Known);
+        assert_eq!(command(&zones[0], 4242).as_deref(), Some("sockholder"));
 
         // Same listener, plus a connection nobody asked owners for: served from the cache.
-        let mut snap = Snapshot {
-            sockets: vec![
+        let mut zones = vec![zone(
+            None,
+            vec![
                 socket(3331811, State::Listen),
                 socket(999_999, State::Established),
             ],
-            ..Snapshot::default()
-        };
-        cache.fill(&mut snap, &proc_root);
+        )];
+        cache.fill(&mut zones, &proc_root);
         assert_eq!(cache.scans, 1);
-        assert_eq!(snap.sockets[0].owners, vec![Owner { pid: 4242, fd: 11 }]);
-        assert!(snap.sockets[1].owners.is_empty());
-        assert!(snap.process(4242).is_some());
+        assert_eq!(
+            zones[0].snapshot.sockets[0].owners,
+            vec![Owner { pid: 4242, fd: 11 }]
+        );
+        assert!(zones[0].snapshot.sockets[1].owners.is_empty());
+        assert!(zones[0].snapshot.process(4242).is_some());
 
         // A new listener inode: one more scan.
-        let mut snap = Snapshot {
-            sockets: vec![
+        let mut zones = vec![zone(
+            None,
+            vec![
                 socket(3331811, State::Listen),
                 socket(3331812, State::Listen),
             ],
-            ..Snapshot::default()
-        };
-        cache.fill(&mut snap, &proc_root);
+        )];
+        cache.fill(&mut zones, &proc_root);
         assert_eq!(cache.scans, 2);
         assert_eq!(
-            snap.sockets[1].owners,
+            zones[0].snapshot.sockets[1].owners,
             vec![Owner { pid: 4242, fd: 12 }, Owner { pid: 4444, fd: 3 }]
         );
+    }
+
+    #[test]
+    fn one_scan_serves_every_zone_and_listeners_are_known_per_zone() {
+        let proc_root = fixture_proc();
+        let mut cache = OwnerCache::new(OwnerScan::Proc);
+        // Two zones, each with a listener: one scan names both, each zone gets the process
+        // records of its own listeners only.
+        let mut zones = vec![
+            zone(Some(1), vec![socket(3331811, State::Listen)]),
+            zone(Some(2), vec![socket(3331812, State::Listen)]),
+        ];
+        assert_eq!(cache.fill(&mut zones, &proc_root), None);
+        assert_eq!(cache.scans, 1);
+        assert_eq!(
+            zones[1].snapshot.sockets[0].owners,
+            vec![Owner { pid: 4242, fd: 12 }, Owner { pid: 4444, fd: 3 }]
+        );
+        assert!(zones[0].snapshot.process(4444).is_none());
+        assert!(zones[1].snapshot.process(4444).is_some());
+        // The same zones again: no scan. A zone that went away is forgotten.
+        let mut zones = vec![zone(Some(2), vec![socket(3331812, State::Listen)])];
+        cache.fill(&mut zones, &proc_root);
+        assert_eq!(cache.scans, 1);
+        assert_eq!(cache.by_listener.len(), 1);
+        // A listener inode known in zone 2 but now seen in a new zone 3 is a new listener.
+        let mut zones = vec![zone(Some(3), vec![socket(3331812, State::Listen)])];
+        cache.fill(&mut zones, &proc_root);
+        assert_eq!(cache.scans, 2);
+        assert_eq!(zones[0].snapshot.sockets[0].owners.len(), 2);
     }
 }

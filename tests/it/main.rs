@@ -43,6 +43,7 @@ mod rules;
 mod serve;
 mod serve_privileges;
 mod serve_tls;
+mod serve_zones;
 mod service;
 mod socket_kinds;
 mod tcp_info;

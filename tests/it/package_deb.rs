@@ -137,6 +137,10 @@ fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
             "contrib/web-config.yml",
             "usr/share/doc/sockstat/examples/web-config.yml",
         ),
+        (
+            "contrib/systemd/zones.conf",
+            "usr/share/doc/sockstat/examples/zones.conf",
+        ),
     ] {
         let got = std::fs::read(installed(to)).unwrap_or_else(|e| panic!("{to}: {e}"));
         assert_eq!(got, repo(from), "{to} differs from {from}");

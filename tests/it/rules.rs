@@ -1,7 +1,8 @@
 //! contrib/prometheus/sockstat.rules.yml: `promtool check rules` accepts it, `promtool test
 //! rules` passes its unit tests (sockstat.rules.test.yml), every alert has a test in which it
-//! fires and one in which it stays silent, and every metric the rules read is one the exporter
-//! serves (so renaming a metric cannot silently disable an alert).
+//! fires and one in which it stays silent, every metric the rules read is one the exporter
+//! serves (so renaming a metric cannot silently disable an alert), and every kernel counter they
+//! read is one `serve -Z` writes for every zone (so the alert works in containers too).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -124,4 +125,34 @@ fn the_rules_read_only_metrics_the_exporter_serves() {
             );
         }
     }
+}
+
+#[test]
+fn the_counters_the_rules_read_are_written_for_every_zone() {
+    let per_zone = sockstat::render::metrics::ZONE_COUNTERS;
+    let mut read = 0;
+    for (alert, expr) in alerts() {
+        // sockstat_kernel_trouble_total{group="G",name="N"} or name=~"A|B".
+        for (i, _) in expr.match_indices("sockstat_kernel_trouble_total{") {
+            let sel = &expr[i..];
+            let sel = &sel[..sel.find('}').expect("selector end")];
+            let value = |key: &str| -> Option<&str> {
+                let at = sel.find(key)? + key.len();
+                let rest = &sel[at..];
+                Some(&rest[..rest.find('"')?])
+            };
+            let group = value("group=\"").expect("a group");
+            let names = value("name=\"")
+                .or_else(|| value("name=~\""))
+                .expect("a name");
+            for name in names.split('|') {
+                assert!(
+                    per_zone.contains(&(group, name)),
+                    "{alert} reads {group}{name}, which serve -Z does not write for other zones"
+                );
+                read += 1;
+            }
+        }
+    }
+    assert!(read >= 4, "{read} counters read");
 }

@@ -317,7 +317,9 @@ fn metrics_pass_promtool_and_a_hostile_command_name_is_escaped() {
         first.body
     );
     let body = get(&server.addr, "/metrics").expect("second scrape").body;
-    assert!(body.contains("sockstat_findings{rule=\"listen-overflow\",severity=\"critical\"} "));
+    assert!(body.contains(
+        "sockstat_findings{rule=\"listen-overflow\",severity=\"critical\",zone=\"global\"} "
+    ));
     let want = format!(
         "sockstat_listen_queue{{proto=\"tcp\",address=\"127.0.0.1\",port=\"{port}\",command=\"x\\\"y\\\\z\\nq\",zone="
     );

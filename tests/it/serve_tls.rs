@@ -27,21 +27,21 @@ use crate::serve::{
 };
 
 /// A certificate and its key, PEM.
-struct Pem {
-    cert: String,
-    key: String,
+pub struct Pem {
+    pub cert: String,
+    pub key: String,
 }
 
 /// A CA, a server certificate for 127.0.0.1 and localhost, a client certificate it signed, and
 /// a client certificate from another (self-signed) CA.
-struct Pki {
-    ca: String,
-    server: Pem,
-    client: Pem,
-    rogue: Pem,
+pub struct Pki {
+    pub ca: String,
+    pub server: Pem,
+    pub client: Pem,
+    pub rogue: Pem,
     /// Another CA, which signed `rogue` and `other_server`.
-    other_ca: String,
-    other_server: Pem,
+    pub other_ca: String,
+    pub other_server: Pem,
 }
 
 fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
@@ -70,7 +70,7 @@ fn leaf(
     }
 }
 
-fn pki() -> Pki {
+pub fn pki() -> Pki {
     let root = ca("sockstat test CA");
     let other = ca("another CA");
     Pki {
@@ -173,7 +173,7 @@ fn https(addr: &str, method: &str, path: &str, c: &Client<'_>) -> Result<Answer,
 
 /// The web configuration of the happy path: TLS 1.2+, client certificates from the CA
 /// required, one user.
-fn web_config(dir: &Path, hash: &str) -> String {
+pub fn web_config(dir: &Path, hash: &str) -> String {
     write_file(
         dir,
         "web.yml",
@@ -187,7 +187,7 @@ fn web_config(dir: &Path, hash: &str) -> String {
 }
 
 /// Writes the PKI into `dir` (relative names, as the config file refers to them).
-fn write_pki(dir: &Path, p: &Pki) {
+pub fn write_pki(dir: &Path, p: &Pki) {
     write_file(dir, "ca.pem", &p.ca);
     write_file(dir, "server.pem", &p.server.cert);
     write_file(dir, "server-key.pem", &p.server.key);

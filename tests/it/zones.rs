@@ -311,6 +311,49 @@ fn unprivileged_run_falls_back_to_proc_net_with_a_warning() {
     assert!(codes.contains(&"zones-partial"), "{codes:?}");
 }
 
+/// Run as nobody with CAP_SYS_ADMIN only, sockstat may join namespaces but not read root's
+/// namespace links: a namespace that `ip netns` mounted and a root process lives in is found
+/// both by its mount and through the process's /proc/PID/net. It is one zone, listed once under
+/// its name and read from inside (socket cookies present), not a second time as `pid:N`.
+#[test]
+fn with_cap_sys_admin_alone_a_mounted_namespace_is_listed_once_by_name() {
+    require_root!();
+    let port = free_port();
+    let a = Netns::new("zadmin");
+    let ha = Holder::start(Some(&a.0), port);
+    let p = port.to_string();
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all,+sys_admin",
+            "--ambient-caps=-all,+sys_admin",
+            SOCKSTAT,
+        ])
+        .args(["-Z", "-l", "-4", "-p", &p, "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ours: Vec<&serde_json::Value> = v["sockets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            s["zone"]["name"] == a.0.as_str() || s["zone"]["name"] == format!("pid:{}", ha.pid)
+        })
+        .collect();
+    assert_eq!(ours.len(), 1, "listed once: {ours:#?}\n{err}");
+    assert_eq!(ours[0]["zone"]["name"], a.0.as_str(), "{ours:#?}");
+    assert_eq!(ours[0]["zone"]["kind"], "netns");
+    assert!(
+        !ours[0]["cookie"].is_null(),
+        "joined, not read from /proc text: {ours:#?}"
+    );
+}
+
 /// A runtime's footprint, made real: the namespace bind-mounted where the runtime keeps it (if
 /// it keeps it anywhere), the holder moved into the runtime's cgroup path on the cgroup2
 /// hierarchy, and the runtime's metadata file. All removed on drop.

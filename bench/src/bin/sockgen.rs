@@ -1,6 +1,10 @@
 //! sockgen: builds a realistic socket table and holds it until stopped.
 //!
-//! `sockgen -n N -p P [--truth FILE] [--dir DIR] [--seed S] [--tw-period SECS] [--max-seconds S]`
+//! `sockgen -n N -p P [--truth FILE] [--dir DIR] [--seed S] [--tw-period SECS] [--max-seconds S]
+//! [--netns]`
+//!
+//! `--netns`: build the table in a network namespace of its own (unshare(CLONE_NEWNET), `lo`
+//! up), as a container would hold it; `sockbench serve` starts one sockgen per zone this way.
 //!
 //! Workload (fractions of N, as in doc/BENCHMARKS.md and the baseline study):
 //!   TCP listeners 2 %, established loopback pairs 40 % (20 % of N connections, each
@@ -766,12 +770,13 @@ struct Args {
     seed: u64,
     tw_period: f64,
     max_seconds: u64,
+    netns: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: sockgen -n SOCKETS -p PROCS [--truth FILE|-] [--dir DIR] [--seed S] \
-         [--tw-period SECS (0 = no trickle)] [--max-seconds S]"
+         [--tw-period SECS (0 = no trickle)] [--max-seconds S] [--netns]"
     );
     std::process::exit(2)
 }
@@ -785,6 +790,7 @@ fn parse_args() -> Args {
         seed: 1,
         tw_period: 50.0,
         max_seconds: 6 * 3600,
+        netns: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -797,6 +803,7 @@ fn parse_args() -> Args {
             "--seed" => a.seed = v().parse().unwrap_or_else(|_| usage()),
             "--tw-period" => a.tw_period = v().parse().unwrap_or_else(|_| usage()),
             "--max-seconds" => a.max_seconds = v().parse().unwrap_or_else(|_| usage()),
+            "--netns" => a.netns = true,
             _ => usage(),
         }
     }
@@ -816,6 +823,38 @@ fn parse_scale(s: &str) -> usize {
     num.parse::<usize>()
         .map(|x| x * mul)
         .unwrap_or_else(|_| usage())
+}
+
+/// Moves this process into a new network namespace (the workers it forks follow) and brings
+/// its `lo` up, as `ip link set lo up` does (SIOCSIFFLAGS).
+fn own_netns() {
+    check(
+        unsafe { libc::unshare(libc::CLONE_NEWNET) },
+        "unshare(CLONE_NEWNET)",
+    );
+    #[repr(C)]
+    struct IfreqFlags {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _pad: [u8; 22],
+    }
+    let mut req = IfreqFlags {
+        name: [0; 16],
+        flags: 0,
+        _pad: [0; 22],
+    };
+    req.name[..2].copy_from_slice(b"lo");
+    let fd = socket(libc::AF_INET, libc::SOCK_DGRAM);
+    check(
+        unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) },
+        "SIOCGIFFLAGS lo",
+    );
+    req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    check(
+        unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) },
+        "SIOCSIFFLAGS lo",
+    );
+    close(fd);
 }
 
 fn raise_nofile(need: u64) {
@@ -971,6 +1010,9 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         let set = blocked_set();
         libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    if args.netns {
+        own_netns();
     }
     let cpid = std::process::id();
     let (dir, made_dir) = match &args.dir {

@@ -65,6 +65,9 @@ pub struct Owners {
     pub index: OwnerIndex,
     /// The processes that hold sockets, by pid.
     pub processes: std::collections::HashMap<u32, crate::model::Process>,
+    /// Why the BPF iterator could not run, when [`crate::OwnerScan::Bpf`] asked for it (the
+    /// scan then read `/proc`, as it does for `Auto` without a word).
+    pub bpf_unavailable: Option<String>,
 }
 
 /// Whether `/proc` hides other users' processes from the reader (`hidepid`).

@@ -177,11 +177,12 @@ pub fn diagnose_with(
 /// exporter's owner cache refreshes from.
 pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
-    let (scan, _) = sys::owners::scan_any(query, threads, None);
+    let (scan, bpf_refused) = sys::owners::scan_any(query, threads, None);
     let scan = scan?;
     Ok(join::Owners {
         index: join::OwnerIndex::new(scan.holders),
         processes: scan.processes,
+        bpf_unavailable: bpf_refused.map(|e| e.to_string()),
     })
 }
 

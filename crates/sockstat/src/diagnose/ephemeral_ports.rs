@@ -235,21 +235,32 @@ mod tests {
         assert_eq!(r7[0].severity, ports.findings[0].level);
         assert_eq!(r7[0].summary, ports.findings[0].message);
         let mut metrics = Vec::new();
+        let own = crate::zone::Zone {
+            name: "global".into(),
+            kind: crate::zone::ZoneKind::Global,
+            netns_inode: None,
+            container_id: None,
+            runtime: None,
+            pod: None,
+        };
         crate::render::metrics::write_snapshot(
             &crate::render::metrics::MetricsInput {
-                snapshot: &a.snapshot,
-                zone: "global",
-                ports: Some(&ports),
+                zones: &[crate::render::metrics::ZoneMetrics {
+                    sample: &a,
+                    ports: Some(&ports),
+                }],
+                own: &own,
                 top: 20,
                 findings: Some(&r7),
-                counters: None,
             },
             &mut metrics,
         )
         .unwrap();
         let text = String::from_utf8(metrics).unwrap();
         assert!(
-            text.contains("sockstat_findings{rule=\"ephemeral-ports\",severity=\"critical\"} 1\n"),
+            text.contains(
+                "sockstat_findings{rule=\"ephemeral-ports\",severity=\"critical\",zone=\"global\"} 1\n"
+            ),
             "{text}"
         );
         let used = text

@@ -1,22 +1,30 @@
-//! Prometheus text exposition format (version 0.0.4) for `sockstat serve`: sockets by protocol,
-//! family, state and zone; listen queues; ephemeral-port use per destination (top N); diagnosis
-//! findings by rule and severity; the kernel counters that signal trouble; and the exporter's
-//! own health.
+//! Prometheus text exposition format (version 0.0.4) for `sockstat serve`: per zone (network
+//! namespace), sockets by protocol, family and state; listen queues; ephemeral-port use (the
+//! busiest destinations over every zone); diagnosis findings by rule and severity; the kernel
+//! counters that signal trouble; and the exporter's own health.
 //!
-//! Pure: takes a finished snapshot and the reports derived from it, writes text. Every label
+//! Pure: takes finished zone samples and the reports derived from them, writes text. Every label
 //! value is escaped as the format requires (backslash, double quote, newline), so a process that
 //! names itself `a"b\` cannot forge a series. Every family is written whole (HELP, TYPE, then its
 //! samples), with samples in a stable order. doc/serve.md lists every metric and its
 //! cardinality bound.
+//!
+//! Every per-zone family has a `zone` label. The zone sockstat runs in gets everything it got
+//! before zones were exported (every trouble counter, every rule × severity with zeros); each
+//! other zone gets the same socket, listener and port families, but only the counters of
+//! [`ZONE_COUNTERS`] and only its non-zero findings, so that a node with hundreds of containers
+//! stays within a few tens of series per container.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 
 use crate::counters::{describe, CounterSet};
 use crate::diagnose::{Finding, RuleId, Severity};
 use crate::model::{Endpoint, Family, Proto, Snapshot, Socket, State};
-use crate::ports::PortsReport;
+use crate::ports::{Destination, PortsReport};
+use crate::sample::ZoneSample;
+use crate::zone::Zone;
 
 /// Content-Type of the text format this module writes.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -24,23 +32,104 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Default number of destinations `sockstat_ephemeral_ports_*` reports.
 pub const DEFAULT_TOP: usize = 20;
 
+/// The kernel counters written for a zone other than the one sockstat runs in (which gets every
+/// counter `sockstat counters` marks as trouble): those the alert rules and the diagnosis read
+/// (listen overflows, retransmissions, TIME-WAIT rejects, timeouts, memory pressure), and the
+/// drops a container's owner would page on.
+pub const ZONE_COUNTERS: [(&str, &str); 19] = [
+    ("Tcp", "InErrs"),
+    ("Tcp", "RetransSegs"),
+    ("TcpExt", "ListenDrops"),
+    ("TcpExt", "ListenOverflows"),
+    ("TcpExt", "PAWSTimewait"),
+    ("TcpExt", "TCPACKSkippedTimeWait"),
+    ("TcpExt", "TCPAbortOnMemory"),
+    ("TcpExt", "TCPAbortOnTimeout"),
+    ("TcpExt", "TCPBacklogDrop"),
+    ("TcpExt", "TCPMemoryPressures"),
+    ("TcpExt", "TCPRcvQDrop"),
+    ("TcpExt", "TCPReqQFullDrop"),
+    ("TcpExt", "TCPSynRetrans"),
+    ("TcpExt", "TCPTimeWaitOverflow"),
+    ("TcpExt", "TCPTimeouts"),
+    ("Udp", "InErrors"),
+    ("Udp", "RcvbufErrors"),
+    ("Udp6", "InErrors"),
+    ("Udp6", "RcvbufErrors"),
+];
+
+/// One zone of a collection, for [`write_snapshot`].
+#[derive(Debug, Clone, Copy)]
+pub struct ZoneMetrics<'a> {
+    /// The zone as sampled: its sockets (owners needed only on listening sockets, for the
+    /// `command` label) and its counters (`None`: that family is left out for it).
+    pub sample: &'a ZoneSample,
+    /// Ephemeral-port analysis of the zone; `None` leaves it out of those families.
+    pub ports: Option<&'a PortsReport>,
+}
+
 /// What one collection produced, for [`write_snapshot`].
 #[derive(Debug, Clone, Copy)]
 pub struct MetricsInput<'a> {
-    /// The sockets (owners needed only on listening sockets, for the `command` label).
-    pub snapshot: &'a Snapshot,
-    /// The `zone` label of sockets that carry no zone (the namespace sockstat runs in).
-    pub zone: &'a str,
-    /// Ephemeral-port analysis of the snapshot; `None` leaves those families out.
-    pub ports: Option<&'a PortsReport>,
-    /// How many destinations the ephemeral-port families show (largest use first).
+    /// The zones, in the sample's order.
+    pub zones: &'a [ZoneMetrics<'a>],
+    /// The zone sockstat runs in, as `-Z` names it (`global` on the host): the label of a zone
+    /// sampled without zones, and the zone that gets every trouble counter and every rule ×
+    /// severity.
+    pub own: &'a Zone,
+    /// How many destinations the ephemeral-port families show, over all zones (highest usage
+    /// ratio first).
     pub top: usize,
-    /// Findings of a diagnosis between the previous collection and this one; `None` when there
-    /// is no previous collection yet (the family is then left out, not written as zeros).
+    /// Findings of a diagnosis between the previous collection and this one (each with its
+    /// zone when the samples were zoned); `None` when there is no previous collection yet (the
+    /// family is then left out, not written as zeros).
     pub findings: Option<&'a [Finding]>,
-    /// The namespace's kernel counters; only those [`crate::counters::MEANINGS`] marks as
-    /// trouble are written.
-    pub counters: Option<&'a CounterSet>,
+}
+
+impl<'a> MetricsInput<'a> {
+    /// Whether zone `z` is the one sockstat runs in.
+    fn is_own(&self, z: &ZoneSample) -> bool {
+        match (&z.zone, z.key) {
+            (None, _) => true,
+            (Some(_), Some(key)) if self.own.netns_inode == Some(key) => true,
+            (Some(zone), _) => zone == self.own,
+        }
+    }
+
+    /// The `zone` label of each zone: its name, or, when several zones share a name (an
+    /// `ip netns` called like a container), its namespace inode for all but the zone sockstat
+    /// runs in (`-z` takes either).
+    fn labels(&self) -> Vec<Cow<'a, str>> {
+        let own = self.own;
+        let name = |z: &ZoneMetrics<'a>| -> &'a str {
+            match &z.sample.zone {
+                Some(zone) => zone.name.as_str(),
+                None => own.name.as_str(),
+            }
+        };
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for z in self.zones {
+            *seen.entry(name(z)).or_default() += 1;
+        }
+        self.zones
+            .iter()
+            .map(|z| {
+                let n = name(z);
+                if seen[n] > 1 && !self.is_own(z.sample) {
+                    let id = z
+                        .sample
+                        .zone
+                        .as_ref()
+                        .and_then(|zone| zone.netns_inode)
+                        .or(z.sample.key);
+                    if let Some(id) = id {
+                        return Cow::Owned(id.to_string());
+                    }
+                }
+                Cow::Borrowed(n)
+            })
+            .collect()
+    }
 }
 
 /// The exporter's own health, for [`write_self`].
@@ -59,6 +148,8 @@ pub struct SelfMetrics {
     pub budget_exceeded_total: u64,
     /// Full owner scans of /proc run since start.
     pub owner_scans_total: u64,
+    /// Zones (network namespaces) in the collection served.
+    pub zones: usize,
 }
 
 /// Escapes a label value: `\` → `\\`, `"` → `\"`, newline → `\n` (the exposition format's three
@@ -120,10 +211,6 @@ impl std::fmt::Display for Float {
     }
 }
 
-fn zone_of<'a>(snap: &'a Snapshot, s: &Socket, default: &'a str) -> &'a str {
-    snap.zone_of(s).map_or(default, |z| z.name.as_str())
-}
-
 /// The `command` label of a listener no holder of which could be named.
 pub const UNKNOWN_COMMAND: &str = "?";
 
@@ -145,31 +232,32 @@ fn commands(snap: &Snapshot, s: &Socket) -> String {
 
 /// Writes every family derived from one collection.
 pub fn write_snapshot(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result<()> {
-    write_sockets(input, out)?;
-    write_listeners(input, out)?;
-    if let Some(report) = input.ports {
-        write_ports(report, input.top, out)?;
+    let labels = input.labels();
+    write_sockets(input, &labels, out)?;
+    write_listeners(input, &labels, out)?;
+    if input.zones.iter().any(|z| z.ports.is_some()) {
+        write_ports(input, &labels, out)?;
     }
     if let Some(findings) = input.findings {
-        write_findings(findings, out)?;
+        write_findings(input, &labels, findings, out)?;
     }
-    if let Some(counters) = input.counters {
-        write_counters(counters, out)?;
+    if input.zones.iter().any(|z| z.sample.counters.is_some()) {
+        write_counters(input, &labels, out)?;
     }
     Ok(())
 }
 
-fn write_sockets(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result<()> {
-    let snap = input.snapshot;
+fn write_sockets(
+    input: &MetricsInput<'_>,
+    labels: &[Cow<'_, str>],
+    out: &mut impl Write,
+) -> io::Result<()> {
     let mut by: BTreeMap<(&str, Proto, Family, Cow<'_, str>), u64> = BTreeMap::new();
-    for s in &snap.sockets {
-        let key = (
-            zone_of(snap, s, input.zone),
-            s.proto,
-            s.family,
-            s.state.name(),
-        );
-        *by.entry(key).or_default() += 1;
+    for (z, zone) in input.zones.iter().zip(labels) {
+        for s in &z.sample.snapshot.sockets {
+            let key = (zone.as_ref(), s.proto, s.family, s.state.name());
+            *by.entry(key).or_default() += 1;
+        }
     }
     header(
         out,
@@ -195,31 +283,44 @@ fn write_sockets(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result<(
 
 /// Listening inet sockets (TCP, SCTP, MPTCP in LISTEN): accept queue and backlog. Sockets with
 /// the same labels (an SO_REUSEPORT group, one listener per worker) are summed into one series.
-fn write_listeners(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result<()> {
-    let snap = input.snapshot;
+fn write_listeners(
+    input: &MetricsInput<'_>,
+    labels: &[Cow<'_, str>],
+    out: &mut impl Write,
+) -> io::Result<()> {
     type Key<'a> = (&'a str, Proto, String, u16, String);
     let mut by: BTreeMap<Key<'_>, (u64, u64)> = BTreeMap::new();
     let mut unknown: BTreeMap<&str, u64> = BTreeMap::new();
-    for s in &snap.sockets {
-        let Endpoint::Inet { addr, port } = s.local else {
-            continue;
-        };
-        if s.state != State::Listen || s.proto.is_datagram() {
-            continue;
+    // Every zone that has listeners gets a sample, zeros included, so an alert sees it fall;
+    // the zone sockstat runs in always does.
+    let mut zones: BTreeSet<&str> = BTreeSet::new();
+    for (z, zone) in input.zones.iter().zip(labels) {
+        let snap = &z.sample.snapshot;
+        if input.is_own(z.sample) {
+            zones.insert(zone);
         }
-        let key = (
-            zone_of(snap, s, input.zone),
-            s.proto,
-            addr.to_string(),
-            port,
-            commands(snap, s),
-        );
-        if key.4 == UNKNOWN_COMMAND {
-            *unknown.entry(key.0).or_default() += 1;
+        for s in &snap.sockets {
+            let Endpoint::Inet { addr, port } = s.local else {
+                continue;
+            };
+            if s.state != State::Listen || s.proto.is_datagram() {
+                continue;
+            }
+            let key = (
+                zone.as_ref(),
+                s.proto,
+                addr.to_string(),
+                port,
+                commands(snap, s),
+            );
+            zones.insert(zone);
+            if key.4 == UNKNOWN_COMMAND {
+                *unknown.entry(key.0).or_default() += 1;
+            }
+            let e = by.entry(key).or_default();
+            e.0 += u64::from(s.recv_q);
+            e.1 += u64::from(s.send_q);
         }
-        let e = by.entry(key).or_default();
-        e.0 += u64::from(s.recv_q);
-        e.1 += u64::from(s.send_q);
     }
     for (name, help, pick) in [
         (
@@ -259,12 +360,6 @@ fn write_listeners(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result
         "Listening sockets whose holding process could not be named (command=\"?\"): another \
          user's process without CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, or a kernel socket.",
     )?;
-    // Every zone that has listeners gets a sample, zeros included, so an alert sees it fall.
-    let zones: BTreeSet<&str> = by
-        .keys()
-        .map(|k| k.0)
-        .chain(std::iter::once(input.zone))
-        .collect();
     for zone in zones {
         let n = unknown.get(zone).copied().unwrap_or(0);
         sample(
@@ -277,50 +372,74 @@ fn write_listeners(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Result
     Ok(())
 }
 
-fn write_ports(report: &PortsReport, top: usize, out: &mut impl Write) -> io::Result<()> {
+fn write_ports(
+    input: &MetricsInput<'_>,
+    labels: &[Cow<'_, str>],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let reports: Vec<(&str, &PortsReport)> = input
+        .zones
+        .iter()
+        .zip(labels)
+        .filter_map(|(z, zone)| Some((zone.as_ref(), z.ports?)))
+        .collect();
     header(
         out,
         "sockstat_ephemeral_ports_usable",
         "gauge",
         "Ports connect() may pick: net.ipv4.ip_local_port_range minus ip_local_reserved_ports.",
     )?;
-    sample(
-        out,
-        "sockstat_ephemeral_ports_usable",
-        &[],
-        report.range.usable,
-    )?;
+    for (zone, r) in &reports {
+        sample(
+            out,
+            "sockstat_ephemeral_ports_usable",
+            &[("zone", zone)],
+            r.range.usable,
+        )?;
+    }
     header(
         out,
         "sockstat_ephemeral_destinations",
         "gauge",
         "Destinations (local address, remote address, remote port) using ephemeral ports; \
-         the per-destination families show the largest ones only.",
+         the per-destination families show the busiest ones over all zones only.",
     )?;
-    sample(
-        out,
-        "sockstat_ephemeral_destinations",
-        &[],
-        report.destinations.len(),
-    )?;
-    let mut dests: Vec<_> = report.destinations.iter().collect();
-    dests.sort_by(|a, b| {
-        b.count.cmp(&a.count).then_with(|| {
-            (a.local_address, a.remote_address, a.remote_port).cmp(&(
-                b.local_address,
-                b.remote_address,
-                b.remote_port,
-            ))
-        })
+    for (zone, r) in &reports {
+        sample(
+            out,
+            "sockstat_ephemeral_destinations",
+            &[("zone", zone)],
+            r.destinations.len(),
+        )?;
+    }
+    // The busiest destinations over every zone: by share of the zone's usable range (what
+    // exhausts it; zones may have different ranges), then by count, then by zone and address.
+    let mut dests: Vec<(&str, &Destination)> = reports
+        .iter()
+        .flat_map(|(zone, r)| r.destinations.iter().map(move |d| (*zone, d)))
+        .collect();
+    dests.sort_by(|(za, a), (zb, b)| {
+        b.usage
+            .total_cmp(&a.usage)
+            .then_with(|| b.count.cmp(&a.count))
+            .then_with(|| {
+                (za, a.local_address, a.remote_address, a.remote_port).cmp(&(
+                    zb,
+                    b.local_address,
+                    b.remote_address,
+                    b.remote_port,
+                ))
+            })
     });
-    dests.truncate(top);
+    dests.truncate(input.top);
     let rows: Vec<_> = dests
         .iter()
-        .map(|d| {
+        .map(|(zone, d)| {
             (
                 d.local_address.to_string(),
                 d.remote_address.to_string(),
                 d.remote_port.to_string(),
+                *zone,
                 d,
             )
         })
@@ -338,11 +457,12 @@ fn write_ports(report: &PortsReport, top: usize, out: &mut impl Write) -> io::Re
         ),
     ] {
         header(out, name, "gauge", help)?;
-        for (local, remote, port, d) in &rows {
+        for (local, remote, port, zone, d) in &rows {
             let labels = [
                 ("local_address", local.as_str()),
                 ("remote_address", remote.as_str()),
                 ("remote_port", port.as_str()),
+                ("zone", zone),
             ];
             if ratio {
                 sample(out, name, &labels, Float(d.usage))?;
@@ -354,11 +474,38 @@ fn write_ports(report: &PortsReport, top: usize, out: &mut impl Write) -> io::Re
     Ok(())
 }
 
-/// Every rule × severity, zeros included, so an alert on a series sees it fall back to 0.
-fn write_findings(findings: &[Finding], out: &mut impl Write) -> io::Result<()> {
-    let mut by: BTreeMap<(RuleId, Severity), u64> = BTreeMap::new();
+/// Findings by zone, rule and severity. The zone sockstat runs in gets every rule × severity,
+/// zeros included, so an alert on a series sees it fall back to 0; other zones get only what
+/// was found (a series that stops appearing is stale to Prometheus, which ends an alert too).
+fn write_findings(
+    input: &MetricsInput<'_>,
+    labels: &[Cow<'_, str>],
+    findings: &[Finding],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let mut by: BTreeMap<(&str, RuleId, Severity), u64> = BTreeMap::new();
+    for z in input
+        .zones
+        .iter()
+        .zip(labels)
+        .filter(|(z, _)| input.is_own(z.sample))
+    {
+        for rule in RuleId::ALL {
+            for sev in [Severity::Info, Severity::Warning, Severity::Critical] {
+                by.insert((z.1.as_ref(), rule, sev), 0);
+            }
+        }
+    }
     for f in findings {
-        *by.entry((f.rule, f.severity)).or_default() += 1;
+        // A finding names its zone when the samples were zoned; otherwise it is the only one.
+        let at = input.zones.iter().position(|z| match &f.zone {
+            Some(fz) => z.sample.zone.as_ref() == Some(fz),
+            None => input.is_own(z.sample),
+        });
+        if let Some(i) = at {
+            *by.entry((labels[i].as_ref(), f.rule, f.severity))
+                .or_default() += 1;
+        }
     }
     header(
         out,
@@ -367,21 +514,26 @@ fn write_findings(findings: &[Finding], out: &mut impl Write) -> io::Result<()> 
         "Diagnosis findings by rule and severity, between the previous scrape's collection and \
          this one (doc/diagnostics.md).",
     )?;
-    for rule in RuleId::ALL {
-        for sev in [Severity::Info, Severity::Warning, Severity::Critical] {
-            let n = by.get(&(rule, sev)).copied().unwrap_or(0);
-            sample(
-                out,
-                "sockstat_findings",
-                &[("rule", rule.id()), ("severity", sev.name())],
-                n,
-            )?;
-        }
+    for ((zone, rule, sev), n) in &by {
+        sample(
+            out,
+            "sockstat_findings",
+            &[
+                ("rule", rule.id()),
+                ("severity", sev.name()),
+                ("zone", zone),
+            ],
+            n,
+        )?;
     }
     Ok(())
 }
 
-fn write_counters(counters: &CounterSet, out: &mut impl Write) -> io::Result<()> {
+fn write_counters(
+    input: &MetricsInput<'_>,
+    labels: &[Cow<'_, str>],
+    out: &mut impl Write,
+) -> io::Result<()> {
     header(
         out,
         "sockstat_kernel_trouble_total",
@@ -389,13 +541,46 @@ fn write_counters(counters: &CounterSet, out: &mut impl Write) -> io::Result<()>
         "Kernel TCP/IP counters whose rise signals trouble (drops, overflows, timeouts, PAWS \
          rejects), since boot or namespace creation; see 'sockstat counters'.",
     )?;
-    for (name, value) in counters.iter() {
-        let trouble = describe(&name.group, &name.name).is_some_and(|m| m.trouble && !m.gauge);
-        if trouble {
+    let mut zones: Vec<(&str, &ZoneMetrics<'_>)> = input
+        .zones
+        .iter()
+        .zip(labels)
+        .map(|(z, l)| (l.as_ref(), z))
+        .collect();
+    zones.sort_by_key(|(l, _)| *l);
+    for (zone, z) in zones {
+        let Some(counters) = &z.sample.counters else {
+            continue;
+        };
+        if input.is_own(z.sample) {
+            for (name, value) in counters.iter() {
+                let trouble =
+                    describe(&name.group, &name.name).is_some_and(|m| m.trouble && !m.gauge);
+                if trouble {
+                    sample(
+                        out,
+                        "sockstat_kernel_trouble_total",
+                        &[("group", &name.group), ("name", &name.name), ("zone", zone)],
+                        value,
+                    )?;
+                }
+            }
+        } else {
+            write_zone_counters(counters, zone, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_zone_counters(counters: &CounterSet, zone: &str, out: &mut impl Write) -> io::Result<()> {
+    let mut names = ZONE_COUNTERS;
+    names.sort_unstable();
+    for (group, name) in names {
+        if let Some(value) = counters.get(group, name) {
             sample(
                 out,
                 "sockstat_kernel_trouble_total",
-                &[("group", &name.group), ("name", &name.name)],
+                &[("group", group), ("name", name), ("zone", zone)],
                 value,
             )?;
         }
@@ -405,7 +590,7 @@ fn write_counters(counters: &CounterSet, out: &mut impl Write) -> io::Result<()>
 
 /// Writes the exporter's own families.
 pub fn write_self(m: &SelfMetrics, out: &mut impl Write) -> io::Result<()> {
-    let gauges: [(&str, &str, Float); 4] = [
+    let gauges: [(&str, &str, Float); 5] = [
         (
             "sockstat_up",
             "1 when the metrics come from a successful collection, 0 when collecting failed or \
@@ -428,6 +613,11 @@ pub fn write_self(m: &SelfMetrics, out: &mut impl Write) -> io::Result<()> {
             "Time the collection served took (socket dump, owner scan when needed, counters, \
              analysis).",
             Float(m.collect_duration_s),
+        ),
+        (
+            "sockstat_zones",
+            "Zones (network namespaces) in the collection served: 1 without -Z.",
+            Float(m.zones as f64),
         ),
     ];
     for (name, help, v) in gauges {
@@ -514,15 +704,69 @@ mod tests {
         String::from_utf8(v).unwrap()
     }
 
-    fn input(snap: &Snapshot) -> MetricsInput<'_> {
-        MetricsInput {
-            snapshot: snap,
-            zone: "global",
-            ports: None,
-            top: DEFAULT_TOP,
-            findings: None,
-            counters: None,
+    fn zone(name: &str, inode: u64, kind: crate::zone::ZoneKind) -> Zone {
+        Zone {
+            name: name.into(),
+            kind,
+            netns_inode: Some(inode),
+            container_id: None,
+            runtime: None,
+            pod: None,
         }
+    }
+
+    fn global() -> Zone {
+        zone("global", 1, crate::zone::ZoneKind::Global)
+    }
+
+    /// One zone sampled without zones (no `-Z`): the namespace sockstat runs in.
+    fn unzoned(snap: Snapshot) -> ZoneSample {
+        ZoneSample {
+            snapshot: snap,
+            ..ZoneSample::default()
+        }
+    }
+
+    /// A zone of a zoned sample.
+    fn zoned(z: Zone, snap: Snapshot) -> ZoneSample {
+        ZoneSample {
+            key: z.netns_inode,
+            zone: Some(z),
+            snapshot: snap,
+            ..ZoneSample::default()
+        }
+    }
+
+    /// Renders one zone sampled without zones, as `sockstat serve` without -Z does.
+    fn render_one(z: &ZoneSample, findings: Option<&[Finding]>) -> String {
+        let own = global();
+        render(&MetricsInput {
+            zones: &[ZoneMetrics {
+                sample: z,
+                ports: None,
+            }],
+            own: &own,
+            top: DEFAULT_TOP,
+            findings,
+        })
+    }
+
+    fn finding(rule: RuleId, severity: Severity, zone: Option<Zone>) -> Finding {
+        Finding {
+            rule,
+            severity,
+            socket: None,
+            summary: String::new(),
+            evidence: crate::diagnose::Evidence(vec![]),
+            advice: String::new(),
+            zone,
+        }
+    }
+
+    /// Series of `family` (lines starting with `family{`).
+    fn series<'t>(text: &'t str, family: &str) -> Vec<&'t str> {
+        let p = format!("{family}{{");
+        text.lines().filter(|l| l.starts_with(&p)).collect()
     }
 
     #[test]
@@ -534,8 +778,7 @@ mod tests {
 
     #[test]
     fn sockets_are_counted_by_labels() {
-        let snap = snapshot(b"nginx");
-        let text = render(&input(&snap));
+        let text = render_one(&unzoned(snapshot(b"nginx")), None);
         assert!(text.contains(
             "sockstat_sockets{proto=\"tcp\",family=\"inet\",state=\"LISTEN\",zone=\"global\"} 2\n"
         ));
@@ -546,8 +789,7 @@ mod tests {
 
     #[test]
     fn reuseport_listeners_are_summed_and_datagram_sockets_left_out() {
-        let snap = snapshot(b"nginx");
-        let text = render(&input(&snap));
+        let text = render_one(&unzoned(snapshot(b"nginx")), None);
         let l = "{proto=\"tcp\",address=\"0.0.0.0\",port=\"80\",command=\"nginx\",zone=\"global\"}";
         assert!(
             text.contains(&format!("sockstat_listen_queue{l} 4\n")),
@@ -564,14 +806,14 @@ mod tests {
     #[test]
     fn a_listener_whose_holder_is_unknown_says_so_and_is_counted() {
         let mut snap = snapshot(b"nginx");
-        assert!(render(&input(&snap))
+        assert!(render_one(&unzoned(snap.clone()), None)
             .contains("sockstat_listeners_command_unknown{zone=\"global\"} 0\n"));
         // The sshd listener's holder could not be read; one of nginx's two has an owner whose
         // process record is gone.
         snap.sockets[2].owners.clear();
         snap.sockets[2].owners_status = OwnersStatus::Hidden;
         snap.sockets[1].owners = vec![Owner { pid: 99, fd: 4 }];
-        let text = render(&input(&snap));
+        let text = render_one(&unzoned(snap), None);
         assert!(
             text.contains("sockstat_listen_queue{proto=\"tcp\",address=\"::1\",port=\"22\",command=\"?\",zone=\"global\"} 0\n"),
             "{text}"
@@ -589,8 +831,7 @@ mod tests {
 
     #[test]
     fn a_hostile_command_name_cannot_forge_a_series() {
-        let snap = snapshot(b"x\"} 1\nevil{a=\"\\");
-        let text = render(&input(&snap));
+        let text = render_one(&unzoned(snapshot(b"x\"} 1\nevil{a=\"\\")), None);
         assert!(
             text.contains("command=\"x\\\"} 1\\nevil{a=\\\"\\\\\""),
             "{text}"
@@ -600,33 +841,232 @@ mod tests {
 
     #[test]
     fn findings_cover_every_rule_and_severity_and_are_absent_before_two_samples() {
-        let snap = snapshot(b"x");
-        assert!(!render(&input(&snap)).contains("sockstat_findings"));
-        let mut i = input(&snap);
-        i.findings = Some(&[]);
-        let text = render(&i);
-        let n = text
-            .lines()
-            .filter(|l| l.starts_with("sockstat_findings{"))
-            .count();
-        assert_eq!(n, RuleId::ALL.len() * 3);
-        assert!(
-            text.contains("sockstat_findings{rule=\"listen-overflow\",severity=\"critical\"} 0\n")
+        let z = unzoned(snapshot(b"x"));
+        assert!(!render_one(&z, None).contains("sockstat_findings"));
+        let text = render_one(&z, Some(&[]));
+        assert_eq!(
+            series(&text, "sockstat_findings").len(),
+            RuleId::ALL.len() * 3
         );
+        assert!(text.contains(
+            "sockstat_findings{rule=\"listen-overflow\",severity=\"critical\",zone=\"global\"} 0\n"
+        ));
     }
 
     #[test]
     fn only_trouble_counters_are_written() {
         let set =
             CounterSet::from_values([("TcpExt", "ListenOverflows", 5), ("Tcp", "ActiveOpens", 9)]);
-        let snap = snapshot(b"x");
-        let mut i = input(&snap);
-        i.counters = Some(&set);
-        let text = render(&i);
+        let mut z = unzoned(snapshot(b"x"));
+        z.counters = Some(set);
+        let text = render_one(&z, None);
         assert!(text.contains(
-            "sockstat_kernel_trouble_total{group=\"TcpExt\",name=\"ListenOverflows\"} 5\n"
+            "sockstat_kernel_trouble_total{group=\"TcpExt\",name=\"ListenOverflows\",zone=\"global\"} 5\n"
         ));
         assert!(!text.contains("ActiveOpens"));
+    }
+
+    #[test]
+    fn every_per_zone_counter_is_a_trouble_counter() {
+        for (group, name) in ZONE_COUNTERS {
+            let m = describe(group, name).unwrap_or_else(|| panic!("{group}{name} unknown"));
+            assert!(m.trouble && !m.gauge, "{group}{name}");
+        }
+    }
+
+    /// Three zones: the host (where sockstat runs), a container and an `ip netns`, each with a
+    /// listener on port 80 held by a different command, counters, port use and findings.
+    struct Node {
+        zones: Vec<ZoneSample>,
+        reports: Vec<PortsReport>,
+    }
+
+    fn node() -> Node {
+        use crate::ports::tests::sock as psock;
+        use crate::zone::ZoneKind;
+        let listener = |command: &[u8]| {
+            let mut s = snapshot(command);
+            s.sockets.truncate(1);
+            s
+        };
+        // `web-1` has 90 of its 100 ports towards 192.0.2.9:443, the host 900 of its 28,232
+        // towards 198.51.100.7:5432 (more sockets, a smaller share).
+        let mut host = zoned(global(), listener(b"nginx"));
+        for p in 0..900u16 {
+            host.snapshot.sockets.push(psock(
+                State::Established,
+                ("10.0.0.1", 32768 + p),
+                Some(("198.51.100.7", 5432)),
+            ));
+        }
+        host.sysctls.ip_local_port_range = Some((32768, 60999));
+        let mut web = zoned(
+            zone("web-1", 4026532001, ZoneKind::Docker),
+            listener(b"gunicorn"),
+        );
+        for p in 0..90u16 {
+            web.snapshot.sockets.push(psock(
+                State::TimeWait,
+                ("172.17.0.2", 40000 + p),
+                Some(("192.0.2.9", 443)),
+            ));
+        }
+        web.sysctls.ip_local_port_range = Some((40000, 40099));
+        let lab = zoned(
+            zone("lab", 4026532002, ZoneKind::Netns),
+            listener(b"python3"),
+        );
+        let all = CounterSet::from_values([
+            ("TcpExt", "ListenOverflows", 5),
+            ("TcpExt", "TCPOFODrop", 2),
+            ("Tcp", "RetransSegs", 40),
+        ]);
+        let zones: Vec<ZoneSample> = [host, web, lab]
+            .into_iter()
+            .map(|mut z| {
+                z.counters = Some(all.clone());
+                z
+            })
+            .collect();
+        let reports = zones
+            .iter()
+            .map(|z| crate::ports::analyze_zone(z, None, None, None))
+            .collect();
+        Node { zones, reports }
+    }
+
+    fn render_node(n: &Node, top: usize, findings: Option<&[Finding]>) -> String {
+        let zones: Vec<ZoneMetrics<'_>> = n
+            .zones
+            .iter()
+            .zip(&n.reports)
+            .map(|(z, r)| ZoneMetrics {
+                sample: z,
+                ports: Some(r),
+            })
+            .collect();
+        let own = global();
+        render(&MetricsInput {
+            zones: &zones,
+            own: &own,
+            top,
+            findings,
+        })
+    }
+
+    #[test]
+    fn every_zone_has_its_own_series_with_its_zone_label() {
+        let n = node();
+        let text = render_node(&n, DEFAULT_TOP, Some(&[]));
+        for (zone, command) in [
+            ("global", "nginx"),
+            ("web-1", "gunicorn"),
+            ("lab", "python3"),
+        ] {
+            let l = format!(
+                "{{proto=\"tcp\",address=\"0.0.0.0\",port=\"80\",command=\"{command}\",zone=\"{zone}\"}}"
+            );
+            assert!(
+                text.contains(&format!("sockstat_listen_queue{l} 3\n")),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "sockstat_sockets{{proto=\"tcp\",family=\"inet\",state=\"LISTEN\",zone=\"{zone}\"}} 1\n"
+                )),
+                "{text}"
+            );
+            assert!(text.contains(&format!(
+                "sockstat_listeners_command_unknown{{zone=\"{zone}\"}} 0\n"
+            )));
+            assert!(text.contains(&format!(
+                "sockstat_ephemeral_destinations{{zone=\"{zone}\"}} "
+            )));
+            assert!(text.contains(&format!(
+                "sockstat_kernel_trouble_total{{group=\"TcpExt\",name=\"ListenOverflows\",zone=\"{zone}\"}} 5\n"
+            )));
+        }
+        assert!(text.contains("sockstat_ephemeral_ports_usable{zone=\"web-1\"} 100\n"));
+        assert!(text.contains("sockstat_ephemeral_ports_usable{zone=\"global\"} 28232\n"));
+        // Every sample of every per-zone family names its zone.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            assert!(l.contains(",zone=\"") || l.contains("{zone=\""), "{l}");
+        }
+    }
+
+    #[test]
+    fn other_zones_get_the_per_zone_counters_and_only_the_findings_they_have() {
+        let n = node();
+        let web = n.zones[1].zone.clone();
+        let findings = [
+            finding(RuleId::ReceiverNotReading, Severity::Warning, web.clone()),
+            finding(RuleId::ReceiverNotReading, Severity::Warning, web),
+            finding(RuleId::ListenOverflow, Severity::Critical, Some(global())),
+        ];
+        let text = render_node(&n, DEFAULT_TOP, Some(&findings));
+        let f = series(&text, "sockstat_findings");
+        // The host: every rule × severity; web-1: its one non-zero series; lab: none.
+        assert_eq!(f.len(), RuleId::ALL.len() * 3 + 1, "{f:#?}");
+        assert!(f.contains(
+            &"sockstat_findings{rule=\"receiver-not-reading\",severity=\"warning\",zone=\"web-1\"} 2"
+        ));
+        assert!(f.contains(
+            &"sockstat_findings{rule=\"listen-overflow\",severity=\"critical\",zone=\"global\"} 1"
+        ));
+        assert!(!f.iter().any(|l| l.contains("zone=\"lab\"")), "{f:#?}");
+        // TCPOFODrop is a trouble counter, but not a per-zone one: the host has it, the others
+        // do not; zeros of the per-zone set are written (RetransSegs is there, ListenDrops not).
+        let c = series(&text, "sockstat_kernel_trouble_total");
+        assert!(c
+            .iter()
+            .any(|l| l.contains("TCPOFODrop") && l.contains("zone=\"global\"")));
+        assert!(!c
+            .iter()
+            .any(|l| l.contains("TCPOFODrop") && !l.contains("zone=\"global\"")));
+        assert!(c.contains(
+            &"sockstat_kernel_trouble_total{group=\"Tcp\",name=\"RetransSegs\",zone=\"lab\"} 40"
+        ));
+        assert!(!c.iter().any(|l| l.contains("ListenDrops")), "{c:#?}");
+    }
+
+    #[test]
+    fn the_busiest_destinations_are_chosen_over_every_zone_by_share_of_the_range() {
+        let n = node();
+        let text = render_node(&n, 1, None);
+        // web-1's 90 of 100 outrank the host's 900 of 28,232.
+        assert_eq!(
+            series(&text, "sockstat_ephemeral_ports_used"),
+            vec!["sockstat_ephemeral_ports_used{local_address=\"172.17.0.2\",remote_address=\"192.0.2.9\",remote_port=\"443\",zone=\"web-1\"} 90"]
+        );
+        assert_eq!(
+            series(&text, "sockstat_ephemeral_ports_usage_ratio"),
+            vec!["sockstat_ephemeral_ports_usage_ratio{local_address=\"172.17.0.2\",remote_address=\"192.0.2.9\",remote_port=\"443\",zone=\"web-1\"} 0.9"]
+        );
+        let text = render_node(&n, DEFAULT_TOP, None);
+        assert_eq!(series(&text, "sockstat_ephemeral_ports_used").len(), 2);
+    }
+
+    #[test]
+    fn zones_that_share_a_name_are_told_apart_by_their_namespace_inode() {
+        use crate::zone::ZoneKind;
+        let mut n = node();
+        // An `ip netns` called "global", and a second "web-1".
+        n.zones[2].zone = Some(zone("global", 4026532002, ZoneKind::Netns));
+        n.zones.push(zoned(
+            zone("web-1", 4026532003, ZoneKind::Netns),
+            snapshot(b"redis"),
+        ));
+        n.reports
+            .push(crate::ports::analyze_zone(&n.zones[3], None, None, None));
+        let text = render_node(&n, DEFAULT_TOP, None);
+        for l in [
+            "command=\"nginx\",zone=\"global\"}",
+            "command=\"python3\",zone=\"4026532002\"}",
+            "command=\"gunicorn\",zone=\"4026532001\"}",
+            "command=\"redis\",zone=\"4026532003\"}",
+        ] {
+            assert!(text.contains(l), "no {l} in\n{text}");
+        }
     }
 
     #[test]
@@ -636,6 +1076,7 @@ mod tests {
             &SelfMetrics {
                 up: true,
                 scrape_duration_s: 0.25,
+                zones: 3,
                 ..SelfMetrics::default()
             },
             &mut v,
@@ -644,6 +1085,7 @@ mod tests {
         let text = String::from_utf8(v).unwrap();
         assert!(text.contains("sockstat_up 1\n"));
         assert!(text.contains("sockstat_scrape_duration_seconds 0.25\n"));
+        assert!(text.contains("sockstat_zones 3\n"));
         assert!(text.contains("# TYPE sockstat_owner_scans_total counter\n"));
     }
 }

@@ -19,7 +19,7 @@ pub mod users;
 use crate::model::{counted, WarningCode};
 use std::collections::HashSet;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::join::{self, OwnerIndex, Unseen};
 use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
 use crate::query::{Query, Source};
@@ -471,22 +471,40 @@ fn gather_zones(
         });
         let mut g = match joined {
             Ok(g) => g?,
+            // Gone since discovery (a container that stopped): not in this listing, and not
+            // worth a warning.
+            Err(why) if why.kind() == ErrorKind::Gone => continue,
             Err(why) => {
                 // Not permitted to join: read its /proc/PID/net text through a member process.
-                let Some(pid) = t.member else {
-                    skipped.push(format!(
-                        "zone {}: {why}; no visible process in it",
-                        t.zone.name
-                    ));
-                    continue;
+                let pid = match netns::live_member(&t, &q.proc_root) {
+                    Ok(Some(pid)) => pid,
+                    Ok(None) => {
+                        skipped.push(format!(
+                            "zone {}: {why}; no visible process in it",
+                            t.zone.name
+                        ));
+                        continue;
+                    }
+                    Err(_) => continue,
                 };
                 let mut pq = q.clone();
                 pq.source = Source::Proc;
-                fallback.push(format!(
-                    "zone {}: {why}; listed from /proc/{pid}/net",
-                    t.zone.name
-                ));
-                dump::gather(&pq, 0, &q.proc_root.join(format!("{pid}/net")))?
+                let net = q.proc_root.join(format!("{pid}/net"));
+                match dump::gather(&pq, 0, &net) {
+                    // Its member exited while it was read (an exited process's files read as
+                    // absent, which is an empty list): gone, like a zone that cannot be entered.
+                    Ok(_) if !net.join("tcp").exists() => continue,
+                    Ok(g) => {
+                        fallback.push(format!(
+                            "zone {}: {why}; listed from /proc/{pid}/net",
+                            t.zone.name
+                        ));
+                        g
+                    }
+                    // Its last member exited while it was read.
+                    Err(e) if e.kind() == ErrorKind::Gone => continue,
+                    Err(e) => return Err(e),
+                }
             }
         };
         for s in &mut g.sockets {

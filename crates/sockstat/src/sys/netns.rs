@@ -6,6 +6,10 @@
 //! Each namespace is dumped from a thread that joined it with `setns` (this process's own
 //! namespace is never changed); where joining is not permitted, its `/proc/PID/net` text is
 //! read instead and a warning says what is missing.
+//!
+//! Namespaces come and go while they are read (containers start and stop): one that is gone by
+//! the time it is entered (its mount removed, its last known member exited) is an
+//! [`ErrorKind::Gone`] error, which callers treat as "not there any more", not as a failure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
@@ -38,10 +42,12 @@ pub struct ZoneTarget {
     pub key: u64,
     /// How it is shown.
     pub zone: Zone,
-    /// A file to `setns` into (an `ip netns` mount or `/proc/PID/ns/net`).
-    pub enter: Option<PathBuf>,
-    /// A process living in it, for the `/proc/PID/net` fallback.
-    pub member: Option<u32>,
+    /// Files to `setns` into, tried in order: its `ip netns` (or Docker) mount, then
+    /// `/proc/PID/ns/net` of each member found (when this user may read those links).
+    pub enter: Vec<PathBuf>,
+    /// Processes living in it (at most 8, lowest pid first), for the `/proc/PID/net` fallback;
+    /// the first one still alive is used.
+    pub members: Vec<u32>,
     /// True for the namespace this process runs in (no `setns` needed).
     pub own: bool,
 }
@@ -61,6 +67,9 @@ fn stat_ino(proc_fd: &OwnedFd, rel: &str) -> Option<u64> {
 struct Found {
     netns: Option<u64>,
     members: Vec<u32>,
+    /// How many of `members` (the first ones) were found through their readable namespace
+    /// link: only those links can be opened to join it.
+    linked: usize,
 }
 
 /// Finds every namespace visible from `proc_root`, named.
@@ -116,6 +125,7 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
                 let f = by_key.entry(ino).or_insert(Found {
                     netns: Some(ino),
                     members: vec![],
+                    linked: 0,
                 });
                 if f.members.len() < 8 {
                     if f.members.is_empty() {
@@ -124,6 +134,7 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
                         }
                     }
                     f.members.push(pid);
+                    f.linked += 1;
                 }
             }
             None => {
@@ -134,42 +145,47 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
             }
         }
     }
+    let mounts = named_mounts();
+    // A namespace seen only through /proc/PID/net (this user may not read its members' links)
+    // that is also mounted by name would be listed twice, by name and as pid:N: joining the
+    // mount (CAP_SYS_ADMIN) shows which /proc/PID/net entry is its own.
+    if hidden_members
+        .iter()
+        .any(|(pn, _)| !procnet_to_ns.contains_key(pn))
+    {
+        let known: std::collections::HashSet<u64> = procnet_to_ns.values().copied().collect();
+        for (ino, (path, _, _)) in &mounts {
+            if known.contains(ino) {
+                continue;
+            }
+            if let Some(pn) = procnet_inode_through(path, *ino, proc_root) {
+                procnet_to_ns.insert(pn, *ino);
+            }
+        }
+    }
     let mut unmapped = 0usize;
     for (pn, pid) in hidden_members {
         let key = procnet_to_ns.get(&pn).copied();
         let f = by_key.entry(key.unwrap_or(pn)).or_insert_with(|| {
-            unmapped += 1;
+            if key.is_none() {
+                unmapped += 1;
+            }
             Found {
                 netns: key,
                 members: vec![],
+                linked: 0,
             }
         });
         if f.members.len() < 8 {
             f.members.push(pid);
         }
     }
-    // Named mounts.
-    let mut mounts: HashMap<u64, (PathBuf, String, ZoneKind)> = HashMap::new();
-    for (dir, kind) in MOUNT_DIRS {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let path = e.path();
-            let Ok(md) = std::fs::metadata(&path) else {
-                continue;
-            };
-            // An nsfs bind mount stats as the namespace itself; a leftover empty file does not.
-            if md.len() != 0 || md.ino() < 0xf000_0000 {
-                continue;
-            }
-            let name = e.file_name().to_string_lossy().into_owned();
-            mounts.entry(md.ino()).or_insert((path, name, kind));
-            by_key.entry(md.ino()).or_insert(Found {
-                netns: Some(md.ino()),
-                members: vec![],
-            });
-        }
+    for ino in mounts.keys() {
+        by_key.entry(*ino).or_insert(Found {
+            netns: Some(*ino),
+            members: vec![],
+            linked: 0,
+        });
     }
     if unmapped > 0 {
         warnings.push(Warning {
@@ -186,17 +202,19 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
         .map(|(key, f)| {
             let mount = f.netns.and_then(|n| mounts.get(&n));
             let zone = name_zone(proc_root, key, &f, global, mount);
-            let enter = match (mount, f.netns, f.members.first()) {
-                (Some((path, _, _)), _, _) => Some(path.clone()),
-                (None, Some(_), Some(pid)) => Some(proc_root.join(format!("{pid}/ns/net"))),
-                _ => None,
-            };
+            let mut enter: Vec<PathBuf> =
+                mount.map(|(path, _, _)| path.clone()).into_iter().collect();
+            enter.extend(
+                f.members[..f.linked]
+                    .iter()
+                    .map(|pid| proc_root.join(format!("{pid}/ns/net"))),
+            );
             ZoneTarget {
                 key,
                 own: f.netns.is_some() && f.netns == own,
                 zone,
                 enter,
-                member: f.members.first().copied(),
+                members: f.members,
             }
         })
         .collect();
@@ -211,6 +229,43 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
 }
 
 use std::os::unix::fs::MetadataExt;
+
+/// A namespace kept by name: its mount, its name, and the runtime that keeps it.
+type Mount = (PathBuf, String, ZoneKind);
+
+/// The namespaces mounted under [`MOUNT_DIRS`], by namespace inode.
+fn named_mounts() -> HashMap<u64, Mount> {
+    let mut mounts: HashMap<u64, Mount> = HashMap::new();
+    for (dir, kind) in MOUNT_DIRS {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let path = e.path();
+            let Ok(md) = std::fs::metadata(&path) else {
+                continue;
+            };
+            // An nsfs bind mount stats as the namespace itself; a leftover empty file does not.
+            if md.len() != 0 || md.ino() < 0xf000_0000 {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            mounts.entry(md.ino()).or_insert((path, name, kind));
+        }
+    }
+    mounts
+}
+
+/// The inode of `/proc/thread-self/net/tcp` seen from inside the namespace mounted at `path`
+/// (which must still be namespace `ino`): what its members' `/proc/PID/net/tcp` stat as. `None`
+/// when it cannot be joined (no CAP_SYS_ADMIN) or is gone.
+fn procnet_inode_through(path: &Path, ino: u64, proc_root: &Path) -> Option<u64> {
+    let fd = open_ns(path, Some(ino)).ok()?;
+    let tcp = proc_root.join("thread-self/net/tcp");
+    join_with(fd, || std::fs::metadata(&tcp).map(|m| m.ino()).ok())
+        .ok()
+        .flatten()
+}
 
 fn name_zone(
     proc_root: &Path,
@@ -310,24 +365,28 @@ fn short(id: &str) -> String {
     id.chars().take(12).collect()
 }
 
-/// Runs `work` on a thread that has joined the namespace of `target` (or on this thread for
-/// this process's own namespace). `Err` means the namespace could not be joined.
-pub fn run_in<T: Send>(
-    target: &ZoneTarget,
-    work: impl FnOnce() -> T + Send,
-) -> Result<T, SysError> {
-    if target.own {
-        return Ok(work());
-    }
-    let path = target.enter.as_ref().ok_or_else(|| {
-        SysError::other(
-            "cannot join it",
-            ErrorKind::Unsupported,
-            "no file to enter it through",
-        )
-    })?;
+/// Opens namespace file `path` to join it; when `expect` is given, the file must still be
+/// that namespace (a member's pid may have been reused since it was found). A file that is gone,
+/// or is another namespace now, is [`ErrorKind::Gone`].
+fn open_ns(path: &Path, expect: Option<u64>) -> Result<OwnedFd, SysError> {
     let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| SysError::new(format!("cannot open {}", path.display()), e))?;
+    if let Some(ino) = expect {
+        let st = rustix::fs::fstat(&fd)
+            .map_err(|e| SysError::new(format!("cannot stat {}", path.display()), e))?;
+        if st.st_ino != ino {
+            return Err(SysError::other(
+                format!("cannot open {}", path.display()),
+                ErrorKind::Gone,
+                "it is another namespace now",
+            ));
+        }
+    }
+    Ok(fd)
+}
+
+/// Runs `work` on a thread that joined namespace `fd`.
+fn join_with<T: Send>(fd: OwnedFd, work: impl FnOnce() -> T + Send) -> Result<T, SysError> {
     std::thread::scope(|s| {
         s.spawn(move || {
             rustix::thread::move_into_link_name_space(
@@ -346,6 +405,55 @@ pub fn run_in<T: Send>(
             ))
         })
     })
+}
+
+/// Runs `work` on a thread that has joined the namespace of `target` (or on this thread for
+/// this process's own namespace), entered through the first of its files that still opens.
+/// `Err` means the namespace could not be joined; [`ErrorKind::Gone`] that it is gone (every
+/// file it could be entered through has disappeared since discovery).
+pub fn run_in<T: Send>(
+    target: &ZoneTarget,
+    work: impl FnOnce() -> T + Send,
+) -> Result<T, SysError> {
+    if target.own {
+        return Ok(work());
+    }
+    let mut gone = None;
+    for path in &target.enter {
+        match open_ns(path, target.zone.netns_inode) {
+            Ok(fd) => return join_with(fd, work),
+            Err(e) if e.kind() == ErrorKind::Gone => gone = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(gone.unwrap_or_else(|| {
+        SysError::other(
+            "cannot join it",
+            ErrorKind::Unsupported,
+            "no file to enter it through",
+        )
+    }))
+}
+
+/// The first member of `t` still alive, for reading its namespace through `/proc/PID/net`:
+/// `Ok(None)` when it has no visible member, [`ErrorKind::Gone`] when every member has exited
+/// since discovery.
+pub fn live_member(t: &ZoneTarget, proc_root: &Path) -> Result<Option<u32>, SysError> {
+    if t.members.is_empty() {
+        return Ok(None);
+    }
+    t.members
+        .iter()
+        .copied()
+        .find(|pid| proc_root.join(format!("{pid}/net/tcp")).exists())
+        .map(Some)
+        .ok_or_else(|| {
+            SysError::other(
+                "reading it through its processes",
+                ErrorKind::Gone,
+                "every process found in it has exited",
+            )
+        })
 }
 
 /// Zones chosen by [`select`], with what their discovery could not see.
@@ -381,7 +489,8 @@ pub fn select(proc_root: &Path, select: &ZoneSelect) -> Result<Option<SelectedZo
 /// Runs `work` with the paths of zone `t`'s counter files and sysctls: on a thread that joined
 /// it (`/proc/thread-self/net`, `/proc/sys` read from that thread), on this thread for this
 /// process's own namespace, or, when joining is not permitted, here with the paths of a member
-/// process (counters only: [`Reach::Member`]). `Err` when the zone cannot be reached at all.
+/// process (counters only: [`Reach::Member`]). `Err` when the zone cannot be reached at all;
+/// [`ErrorKind::Gone`] when it went away since discovery.
 pub fn in_zone<T: Send>(
     t: &ZoneTarget,
     proc_root: &Path,
@@ -394,7 +503,8 @@ pub fn in_zone<T: Send>(
     };
     match run_in(t, || work(&paths)) {
         Ok(v) => Ok((v, Reach::Joined)),
-        Err(why) => match t.member {
+        Err(why) if why.kind() == ErrorKind::Gone => Err(why),
+        Err(why) => match live_member(t, proc_root)? {
             Some(pid) => Ok((
                 work(&ProcPaths::member(proc_root, pid)),
                 Reach::Member(pid, why.to_string()),
@@ -404,5 +514,64 @@ pub fn in_zone<T: Send>(
                 why.source,
             )),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::Query;
+    use std::time::{Duration, Instant};
+
+    /// A namespace whose only process exits after discovery is gone: joining it, reading it
+    /// through its process and listing it say so ([`ErrorKind::Gone`], or leave it out without
+    /// a warning), rather than "not permitted" or an error that stops the listing.
+    #[test]
+    fn a_zone_whose_last_process_exited_since_discovery_is_gone() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIPPED: a_zone_whose_last_process_exited_since_discovery_is_gone needs root (unshare --net)");
+            return;
+        }
+        let Ok(mut child) = std::process::Command::new("unshare")
+            .args(["--net", "sleep", "30"])
+            .spawn()
+        else {
+            eprintln!(
+                "SKIPPED: a_zone_whose_last_process_exited_since_discovery_is_gone: no unshare(1)"
+            );
+            return;
+        };
+        let proc_root = Path::new("/proc");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let t = loop {
+            let (targets, _) = discover(proc_root);
+            if let Some(t) = targets
+                .into_iter()
+                .find(|t| !t.own && t.members.contains(&child.id()))
+            {
+                break t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the child's namespace never showed"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Found, and readable, while its process lives.
+        assert!(run_in(&t, || ()).is_ok());
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let e = run_in(&t, || ()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
+        let e = in_zone(&t, proc_root, |_| ()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
+        let e = live_member(&t, proc_root).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
+        let mut q = Query::new();
+        q.owners = false;
+        let snap = crate::sys::collect_in(&q, Some((vec![t.clone()], vec![]))).unwrap();
+        assert!(snap.sockets.iter().all(|s| s.netns != Some(t.key)));
+        assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
     }
 }

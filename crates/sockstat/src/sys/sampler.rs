@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::model::{counted, Snapshot, Warning, WarningCode};
 use crate::query::Query;
 use crate::sample::{Reach, Sample, ZoneSample};
@@ -113,12 +113,21 @@ impl Sampler {
         let mut zones = Vec::with_capacity(targets.len());
         for t in &targets {
             let (r, reach) = match netns::in_zone(t, root, reads) {
-                Ok(v) => v,
+                // Gone since discovery (a container that stopped): not in this sample, and no
+                // warning, since nothing is missing from what exists.
+                Err(why) if why.kind() == ErrorKind::Gone => continue,
                 Err(why) => {
                     notes.not_read.push(format!("zone {}: {why}", t.zone.name));
                     continue;
                 }
+                Ok(v) => v,
             };
+            // Read through a member process that exited meanwhile: gone the same way.
+            if matches!(reach, Reach::Member(..))
+                && matches!(&r.counters, Some(Err(e)) if e.kind() == ErrorKind::Gone)
+            {
+                continue;
+            }
             let mut z = notes.zone_sample(Some(t), Some(&t.zone.name), r, reach, host.as_ref());
             z.snapshot = by_key.remove(&t.key).unwrap_or_default();
             zones.push(z);
