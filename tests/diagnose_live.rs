@@ -327,6 +327,7 @@ fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
             one_way: ms(10),
             loss_ab: loss,
             rate_bits,
+            queue: ms(400),
         },
     )
     .expect("build the namespaces and the path")
