@@ -22,6 +22,7 @@ mod ports_support;
 mod bad_input;
 mod counters;
 mod diagnose_cli;
+mod diagnose_matrix;
 mod diagnose_zones;
 mod filters;
 mod hardening_churn;

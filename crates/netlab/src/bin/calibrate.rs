@@ -1,0 +1,391 @@
+//! `calibrate`: runs the diagnosis scenario matrix N times under cubic and BBR and prints, per
+//! scenario and congestion control, how often `sockstat diagnose` was right, silent, wrong or
+//! noisy, with the numbers behind the verdicts. With `--doc FILE` it rewrites the calibration
+//! table in that file (between its `<!-- calibration:begin -->` and `<!-- calibration:end -->`
+//! markers; `--busy` runs go between the `calibration-busy` markers).
+//!
+//! One command regenerates doc/diagnostics.md's table (as root, from the workspace root):
+//!
+//!     cargo run --release -p sockstat-netlab --bin calibrate -- --runs 10 --doc doc/diagnostics.md
+//!
+//! It builds `target/release/sockstat` first (unless `--sockstat PATH` is given). `--raw FILE`
+//! saves every run (both diagnose documents, the listings before and after, what the
+//! applications read) as JSON lines. `--busy N` keeps N CPU-bound processes running meanwhile.
+//! No run is retried: each counts as it came out.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use serde_json::Value;
+use sockstat_netlab::matrix::{self, flow_numbers, Outcome, RunResult, Side, Sockstat};
+use sockstat_netlab::sock::Cc;
+
+struct Args {
+    runs: usize,
+    only: Vec<String>,
+    ccs: Vec<Cc>,
+    sockstat: Option<PathBuf>,
+    raw: Option<PathBuf>,
+    doc: Option<PathBuf>,
+    busy: usize,
+    verbose: bool,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: calibrate [--runs N] [--only NAME,..] [--cc cubic,bbr] [--sockstat PATH]\n\
+         \x20                [--raw FILE.jsonl] [--doc FILE] [--busy N] [-v]"
+    );
+    std::process::exit(2);
+}
+
+fn bad(what: &str, v: &str) -> ! {
+    eprintln!("calibrate: invalid {what} '{v}'");
+    std::process::exit(2);
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        runs: 10,
+        only: vec![],
+        ccs: Cc::ALL.to_vec(),
+        sockstat: None,
+        raw: None,
+        doc: None,
+        busy: 0,
+        verbose: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().unwrap_or_else(|| usage());
+        match k.as_str() {
+            "--runs" => {
+                let v = val();
+                a.runs = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| bad("--runs", &v));
+            }
+            "--only" => a.only = val().split(',').map(str::to_string).collect(),
+            "--cc" => {
+                a.ccs = val()
+                    .split(',')
+                    .map(|c| match c {
+                        "cubic" => Cc::Cubic,
+                        "bbr" => Cc::Bbr,
+                        other => bad("--cc", other),
+                    })
+                    .collect()
+            }
+            "--sockstat" => a.sockstat = Some(val().into()),
+            "--raw" => a.raw = Some(val().into()),
+            "--doc" => a.doc = Some(val().into()),
+            "--busy" => {
+                let v = val();
+                a.busy = v.parse().unwrap_or_else(|_| bad("--busy", &v));
+            }
+            "-v" | "--verbose" => a.verbose = true,
+            "-h" | "--help" => usage(),
+            other => bad("argument", other),
+        }
+    }
+    a
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// CPU-bound processes, killed (by pid) when dropped.
+struct Busy(Vec<Child>);
+
+impl Busy {
+    fn start(n: usize) -> std::io::Result<Busy> {
+        let mut v = vec![];
+        for _ in 0..n {
+            v.push(
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .spawn()?,
+            );
+        }
+        Ok(Busy(v))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unreadable ({e})"))
+}
+
+fn kernel() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|e| format!("unknown ({e})"))
+}
+
+fn main() -> ExitCode {
+    let args = parse_args();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("calibrate: needs root (network namespaces, TUN devices, tc)");
+        return ExitCode::from(2);
+    }
+    let bin = match &args.sockstat {
+        Some(p) => p.clone(),
+        None => {
+            eprintln!("calibrate: building target/release/sockstat");
+            let ok = Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--release",
+                    "-p",
+                    "sockstat-cli",
+                    "--bin",
+                    "sockstat",
+                ])
+                .current_dir(workspace())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                eprintln!("calibrate: cargo build failed");
+                return ExitCode::from(2);
+            }
+            workspace().join("target/release/sockstat")
+        }
+    };
+    let sockstat = Sockstat { bin };
+    let all = matrix::scenarios();
+    let picked: Vec<usize> = (0..all.len())
+        .filter(|&i| args.only.is_empty() || args.only.iter().any(|o| all[i].name == o))
+        .collect();
+    if picked.is_empty() {
+        bad("--only", &args.only.join(","));
+    }
+    let mut raw = args.raw.as_ref().map(|p| {
+        std::fs::File::create(p).unwrap_or_else(|e| {
+            eprintln!("calibrate: {}: {e}", p.display());
+            std::process::exit(2)
+        })
+    });
+    let load_before = loadavg();
+    let started = Instant::now();
+    let _busy = match Busy::start(args.busy) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("calibrate: cannot start the busy loops: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut results: BTreeMap<(usize, Cc), Vec<RunResult>> = BTreeMap::new();
+    for run in 1..=args.runs {
+        for &i in &picked {
+            for &cc in &args.ccs {
+                let r = matrix::run(i, cc, &sockstat);
+                println!(
+                    "run {run:>2} {:<22} {:<5} {:<6} {:5.1} s{}",
+                    r.scenario,
+                    cc.name(),
+                    r.outcome.name(),
+                    r.seconds,
+                    if r.outcome != Outcome::Right || args.verbose {
+                        format!("\n      {}", r.problems.join("\n      "))
+                    } else {
+                        String::new()
+                    }
+                );
+                if args.verbose {
+                    if let Some((side, port)) = all[i].focus {
+                        if let Some(n) = flow_numbers(&r, side, port) {
+                            println!("      focus: {n}");
+                        }
+                    }
+                }
+                if let Some(f) = raw.as_mut() {
+                    let _ = writeln!(f, "{}", r.to_json());
+                }
+                results.entry((i, cc)).or_default().push(r);
+            }
+        }
+    }
+    let load_after = loadavg();
+    let minutes = started.elapsed().as_secs_f64() / 60.0;
+    let table = render(&all, &results, &args, &load_before, &load_after, minutes);
+    println!("\n{table}");
+    if let Some(doc) = &args.doc {
+        let marker = if args.busy > 0 {
+            "calibration-busy"
+        } else {
+            "calibration"
+        };
+        if let Err(e) = splice(doc, marker, &table) {
+            eprintln!("calibrate: {}: {e}", doc.display());
+            return ExitCode::from(2);
+        }
+        eprintln!("calibrate: wrote the table into {}", doc.display());
+    }
+    let all_right = results
+        .values()
+        .all(|v| v.iter().filter(|r| r.outcome == Outcome::Right).count() * 10 >= 9 * v.len());
+    if all_right {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+fn expected_text(s: &matrix::Scenario) -> String {
+    if s.expect.is_empty() {
+        return "nothing".into();
+    }
+    s.expect
+        .iter()
+        .map(|e| {
+            format!(
+                "{}: {}{}",
+                e.side.name(),
+                e.rule,
+                if e.port.is_none() { " (namespace)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The focus flow's median numbers over the runs, in a few words.
+fn numbers_text(s: &matrix::Scenario, runs: &[RunResult]) -> String {
+    let Some((side, port)) = s.focus else {
+        return String::new();
+    };
+    let nums: Vec<Value> = runs
+        .iter()
+        .filter_map(|r| flow_numbers(r, side, port))
+        .collect();
+    let m = |k: &str| median(nums.iter().filter_map(|n| n[k].as_f64()).collect());
+    let mut parts = vec![];
+    if let Some(g) = m("goodput_bytes_per_sec") {
+        parts.push(format!("{:.2} MB/s", g / 1e6));
+    }
+    if let (Some(r), Some(mr)) = (m("rtt_us"), m("min_rtt_us")) {
+        parts.push(format!("srtt {:.0}/{:.0} ms", r / 1e3, mr / 1e3));
+    }
+    if let Some(x) = m("sndbuf_limited_share") {
+        parts.push(format!("sndbuf {:.0}%", x * 100.0));
+    }
+    if let Some(x) = m("rwnd_limited_share") {
+        parts.push(format!("rwnd {:.0}%", x * 100.0));
+    }
+    let ratio = |a: &str, b: &str| {
+        median(
+            nums.iter()
+                .filter_map(|n| Some(n[a].as_f64()? / n[b].as_f64().filter(|&x| x > 0.0)?))
+                .collect(),
+        )
+    };
+    if let Some(x) = ratio("wmem_queued_bytes", "sndbuf_bytes") {
+        parts.push(format!("queued/tb {x:.2}"));
+    }
+    if let Some(x) = ratio("inflight_bytes", "cwnd_bytes") {
+        parts.push(format!("inflight/cwnd {x:.2}"));
+    }
+    if let Some(x) = m("retrans_share").filter(|&x| x > 0.0) {
+        parts.push(format!("retrans {:.1}%", x * 100.0));
+    }
+    parts.join(", ")
+}
+
+fn render(
+    all: &[matrix::Scenario],
+    results: &BTreeMap<(usize, Cc), Vec<RunResult>>,
+    args: &Args,
+    load_before: &str,
+    load_after: &str,
+    minutes: f64,
+) -> String {
+    let mut t = String::new();
+    t.push_str(&format!(
+        "Kernel {}, {} CPUs, {} runs per row, interval as listed; load average {} before, {} \
+         after; {:.0} minutes{}.\n\n",
+        kernel(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        args.runs,
+        load_before,
+        load_after,
+        minutes,
+        if args.busy > 0 {
+            format!(
+                ", with {} CPU-bound processes running throughout",
+                args.busy
+            )
+        } else {
+            String::new()
+        }
+    ));
+    t.push_str(
+        "| scenario | cc | runs | expected | right | silent | wrong | noisy | numbers (median, \
+         focus flow) |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for ((i, cc), runs) in results {
+        let s = &all[*i];
+        let count = |o: Outcome| runs.iter().filter(|r| r.outcome == o).count();
+        let broken = count(Outcome::Broken);
+        t.push_str(&format!(
+            "| {} | {} | {}{} | {} | {} | {} | {} | {} | {} |\n",
+            s.name,
+            cc.name(),
+            runs.len(),
+            if broken > 0 {
+                format!(" ({broken} broken)")
+            } else {
+                String::new()
+            },
+            expected_text(s),
+            count(Outcome::Right),
+            count(Outcome::Silent),
+            count(Outcome::Wrong),
+            count(Outcome::Noisy),
+            numbers_text(s, runs),
+        ));
+    }
+    let _ = Side::BOTH;
+    t
+}
+
+/// Replaces the text between `<!-- MARKER:begin -->` and `<!-- MARKER:end -->` in `doc`.
+fn splice(doc: &Path, marker: &str, table: &str) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(doc)?;
+    let (b, e) = (
+        format!("<!-- {marker}:begin -->"),
+        format!("<!-- {marker}:end -->"),
+    );
+    let (Some(i), Some(j)) = (text.find(&b), text.find(&e)) else {
+        return Err(std::io::Error::other(format!(
+            "no {b} ... {e} markers to put the table between"
+        )));
+    };
+    let out = format!("{}{b}\n{table}{}", &text[..i], &text[j..]);
+    std::fs::write(doc, out)
+}
