@@ -100,6 +100,34 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
                  request in one write (writev, MSG_MORE or TCP_CORK); on the receiver, \
                  TCP_QUICKACK avoids the delay."
             .into(),
+        count: Some(1),
+        confidence: Confidence::new(
+            if peer_ato.is_some_and(|a| a >= DELACK_ATO_US) {
+                Certainty::High
+            } else {
+                Certainty::Medium
+            },
+            {
+                let mut why = vec![format!(
+                    "srtt {} against a min RTT of {} with at most {MAX_UNACKED} packets in \
+                     flight: small exchanges, yet about half the RTT samples wait for something",
+                    fmt::duration_us(rtt),
+                    fmt::duration_us(min)
+                )];
+                match peer_ato {
+                    Some(a) if a >= DELACK_ATO_US => why.push(format!(
+                        "the peer's socket is here and shows a delayed-ACK timeout of {}",
+                        fmt::duration_us(a)
+                    )),
+                    _ => why.push(
+                        "the peer is not in this namespace: its delayed-ACK timer cannot be \
+                         seen (a server that thinks for about 40 ms looks the same)"
+                            .into(),
+                    ),
+                }
+                why
+            },
+        ),
     })
 }
 
