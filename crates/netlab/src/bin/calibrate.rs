@@ -249,14 +249,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
-}
-
 fn expected_text(s: &matrix::Scenario) -> String {
     if s.expect.is_empty() {
         return "nothing".into();
@@ -275,46 +267,134 @@ fn expected_text(s: &matrix::Scenario) -> String {
         .join("; ")
 }
 
-/// The focus flow's median numbers over the runs, in a few words.
-fn numbers_text(s: &matrix::Scenario, runs: &[RunResult]) -> String {
-    let Some((side, port)) = s.focus else {
-        return String::new();
-    };
-    let nums: Vec<Value> = runs
-        .iter()
-        .filter_map(|r| flow_numbers(r, side, port))
-        .collect();
-    let m = |k: &str| median(nums.iter().filter_map(|n| n[k].as_f64()).collect());
+/// `lo-hi` of some values (or the one value), with `digits` decimals.
+fn range(mut v: Vec<f64>, digits: usize) -> Option<String> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let (lo, hi) = (v[0], v[v.len() - 1]);
+    Some(if (hi - lo).abs() < 0.5 * 10f64.powi(-(digits as i32)) {
+        format!("{lo:.digits$}")
+    } else {
+        format!("{lo:.digits$}-{hi:.digits$}")
+    })
+}
+
+/// The evidence numbers that decide each expected rule, over the runs that found it: what
+/// the table shows for a scenario that expects findings.
+fn deciding(rule: &str) -> &'static [(&'static str, &'static str, usize, f64)] {
+    // (evidence key, label, decimals, scale)
+    match rule {
+        "send-buffer-limited" => &[
+            ("ceiling_match", "goodput/ceiling", 2, 1.0),
+            ("busy_share", "busy", 2, 1.0),
+            ("sndbuf_limited_share", "sndbuf_limited", 2, 1.0),
+        ],
+        "receive-window-limited" | "window-scaling-missing" => &[
+            ("ceiling_match", "goodput/ceiling", 2, 1.0),
+            ("rwnd_limited_share", "rwnd_limited", 2, 1.0),
+        ],
+        "receive-buffer-locked" => &[("ceiling_match", "goodput/ceiling", 2, 1.0)],
+        "delayed-ack" => &[("inflation_us", "srtt-min_rtt ms", 1, 1e-3)],
+        "listen-overflow" => &[("accept_queue", "accept queue", 0, 1.0)],
+        "retransmissions" => &[
+            ("connections", "connections", 0, 1.0),
+            ("max_waited_s", "waited s", 1, 1.0),
+            ("retrans_share", "resent", 2, 1.0),
+            ("max_retrans_share", "resent", 2, 1.0),
+        ],
+        "ephemeral-ports" => &[("usage_share", "ports used", 2, 1.0)],
+        "timewait-syn-rejected" => &[("ack_skipped_timewait_delta", "ACKs skipped", 0, 1.0)],
+        "receiver-not-reading" => &[
+            ("send_q_bytes", "stuck Send-Q", 0, 1.0),
+            ("recv_q_bytes", "unread Recv-Q", 0, 1.0),
+        ],
+        _ => &[],
+    }
+}
+
+/// The numbers behind a row: for each expected finding, its deciding evidence over the runs
+/// that found it; for the focus flow, what the rules judge it by (from the listings), which is
+/// what keeps a healthy flow silent.
+fn numbers_text(s: &matrix::Scenario, cc: Cc, runs: &[RunResult]) -> String {
     let mut parts = vec![];
-    if let Some(g) = m("goodput_bytes_per_sec") {
-        parts.push(format!("{:.2} MB/s", g / 1e6));
+    for e in s.expect.iter().filter(|e| e.cc.is_none_or(|c| c == cc)) {
+        let side = match e.side {
+            Side::Client => 0,
+            Side::Server => 1,
+        };
+        let found: Vec<&Value> = runs
+            .iter()
+            .filter_map(|r| {
+                r.diagnose[side]["findings"].as_array()?.iter().find(|f| {
+                    f["rule"] == e.rule
+                        && e.port.is_none_or(|p| matrix::finding_ports(f).contains(&p))
+                })
+            })
+            .collect();
+        let mut bits = vec![];
+        for (key, label, digits, scale) in deciding(e.rule) {
+            let v: Vec<f64> = found
+                .iter()
+                .filter_map(|f| f["evidence"][*key].as_f64())
+                .map(|x| x * scale)
+                .collect();
+            if let Some(r) = range(v, *digits) {
+                bits.push(format!("{label} {r}"));
+            }
+        }
+        let levels: Vec<&str> = found
+            .iter()
+            .filter_map(|f| f["confidence"]["level"].as_str())
+            .collect();
+        if !levels.is_empty() {
+            let high = levels.iter().filter(|l| **l == "high").count();
+            bits.push(format!("confidence high {high}/{}", levels.len()));
+        }
+        if !bits.is_empty() {
+            parts.push(format!("{} {}: {}", e.side.name(), e.rule, bits.join(", ")));
+        }
     }
-    if let (Some(r), Some(mr)) = (m("rtt_us"), m("min_rtt_us")) {
-        parts.push(format!("srtt {:.0}/{:.0} ms", r / 1e3, mr / 1e3));
+    if let Some((side, port)) = s.focus {
+        let nums: Vec<Value> = runs
+            .iter()
+            .filter_map(|r| flow_numbers(r, side, port))
+            .collect();
+        let get = |f: &dyn Fn(&Value) -> Option<f64>, digits: usize| {
+            range(nums.iter().filter_map(f).collect(), digits)
+        };
+        let mut bits = vec![];
+        if let Some(x) = get(&|n| Some(n["goodput_bytes_per_sec"].as_f64()? / 1e6), 2) {
+            bits.push(format!("{x} MB/s"));
+        }
+        if let Some(x) = get(
+            &|n| Some(n["rtt_us"].as_f64()? / n["min_rtt_us"].as_f64().filter(|&m| m > 0.0)?),
+            1,
+        ) {
+            bits.push(format!("srtt/min_rtt {x}"));
+        }
+        let per_rtt = |n: &Value, limit: &str| {
+            Some(
+                n["goodput_bytes_per_sec"].as_f64()? * n["rtt_us"].as_f64()?
+                    / 1e6
+                    / n[limit].as_f64().filter(|&l| l > 0.0)?,
+            )
+        };
+        if let Some(x) = get(&|n| per_rtt(n, "sndbuf_bytes"), 2) {
+            bits.push(format!("per RTT: {x} tb"));
+        }
+        if let Some(x) = get(&|n| per_rtt(n, "snd_wnd_bytes"), 2) {
+            bits.push(format!("{x} windows"));
+        }
+        if let Some(x) = get(&|n| n["busy_share"].as_f64(), 2) {
+            bits.push(format!("busy {x}"));
+        }
+        if !bits.is_empty() {
+            parts.push(format!("focus flow (listings): {}", bits.join(", ")));
+        }
     }
-    if let Some(x) = m("sndbuf_limited_share") {
-        parts.push(format!("sndbuf {:.0}%", x * 100.0));
-    }
-    if let Some(x) = m("rwnd_limited_share") {
-        parts.push(format!("rwnd {:.0}%", x * 100.0));
-    }
-    let ratio = |a: &str, b: &str| {
-        median(
-            nums.iter()
-                .filter_map(|n| Some(n[a].as_f64()? / n[b].as_f64().filter(|&x| x > 0.0)?))
-                .collect(),
-        )
-    };
-    if let Some(x) = ratio("wmem_queued_bytes", "sndbuf_bytes") {
-        parts.push(format!("queued/tb {x:.2}"));
-    }
-    if let Some(x) = ratio("inflight_bytes", "cwnd_bytes") {
-        parts.push(format!("inflight/cwnd {x:.2}"));
-    }
-    if let Some(x) = m("retrans_share").filter(|&x| x > 0.0) {
-        parts.push(format!("retrans {:.1}%", x * 100.0));
-    }
-    parts.join(", ")
+    parts.join("; ")
 }
 
 fn render(
@@ -345,8 +425,8 @@ fn render(
         }
     ));
     t.push_str(
-        "| scenario | cc | runs | expected | right | silent | wrong | noisy | numbers (median, \
-         focus flow) |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| scenario | cc | runs | expected | right | silent | wrong | noisy | the numbers that \
+         decide (min-max over the runs) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for ((i, cc), runs) in results {
         let s = &all[*i];
@@ -367,10 +447,9 @@ fn render(
             count(Outcome::Silent),
             count(Outcome::Wrong),
             count(Outcome::Noisy),
-            numbers_text(s, runs),
+            numbers_text(s, *cc, runs),
         ));
     }
-    let _ = Side::BOTH;
     t
 }
 
