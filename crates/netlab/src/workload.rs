@@ -54,7 +54,7 @@ impl Stop {
     }
 }
 
-/// Threads that stop and are joined on drop. Sockets registered with [`Task::hold`] are shut
+/// Threads that stop and are joined on drop. Sockets registered with [`Holder::hold`] are shut
 /// down when the task stops (on drop or at its deadline), which wakes threads blocked in
 /// read() or write() on them: the traffic uses blocking calls, as most applications do.
 pub struct Task {

@@ -1,7 +1,7 @@
 //! R9, `listen-overflow`: a listener's accept queue is full (the service does not call
 //! accept() fast enough) or its SYN queue overflows; SYNs and handshakes are dropped.
 //!
-//! Case: research/kernel.md §3.2 experiment I (listen backlog 2, never accept(), 10 connects
+//! Case: doc/calibration.md experiment I (listen backlog 2, never accept(), 10 connects
 //! with syncookies: LISTEN Recv-Q 3 > Send-Q 2, ListenOverflows +7, TCPReqQFullDoCookies +7,
 //! and 7 "ghost" connections the client believes are established); the drops behind seed 003's
 //! connect stalls.

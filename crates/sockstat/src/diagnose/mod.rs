@@ -9,11 +9,11 @@
 //! This module is pure: it never reads the system and never prints. Gathering is the caller's
 //! job (the `diagnose` command); rendering is [`crate::render::diagnose`].
 //!
-//! The tcp_info chronographs under-count (kernel.md §3.2: a connection fully bound by its send
-//! buffer showed 29-44% `sndbuf_limited`), so no rule fires on a share alone: each throughput
-//! rule also requires the goodput to reach a large part of the ceiling its limit implies
-//! (limit / min RTT), and that ceiling to matter (below the bandwidth, when known, or below
-//! [`UNKNOWN_BANDWIDTH_CEILING`]).
+//! The tcp_info chronographs under-count, or stay at 0 (cubic in slow start never counts
+//! `sndbuf_limited`), so no rule fires on a share alone: each throughput rule requires the
+//! goodput to reach a large part of the ceiling its limit implies at the RTT the flow saw over
+//! the interval (limit / srtt, queueing included; doc/calibration.md#ceilings), and that
+//! ceiling to matter (below the bandwidth, when known, or below [`UNKNOWN_BANDWIDTH_CEILING`]).
 
 mod delayed_ack;
 mod ephemeral_ports;

@@ -1,7 +1,7 @@
 //! R2, `receive-window-limited` and `window-scaling-missing`: the peer's receive window caps
 //! throughput, with its three causes.
 //!
-//! Cases: [seed 001](../../../../doc/seeds.md#long-path-through-lvs)'s LVS without window
+//! Cases: doc/seeds.md#long-path-through-lvs: seed 001's LVS without window
 //! scaling (window stuck at 64 KiB) and its small SO_RCVBUF receiver, reproduced in
 //! doc/calibration.md experiments D and E and by the diagnosis matrix (`no-wscale`,
 //! `rcvbuf-50ms*`), alone and sharing a deep-queued bottleneck.
@@ -26,7 +26,9 @@ use super::*;
 use crate::model::tcp::{opt, MAX_UNSCALED_WINDOW};
 use send_buffer::owner_text;
 
-/// Share of busy time in `rwnd_limited` that suggests the window (kernel.md §3.3 R2).
+/// Share of busy time in `rwnd_limited` that suggests the window (window-bound flows showed
+/// 19-100%, BBR ones as little as 2%: hence the window-full test beside it,
+/// doc/calibration.md#r2-receive-window).
 pub const RWND_SHARE: f64 = 0.20;
 /// In flight at or above this share of the peer's window: the window is full.
 pub const WINDOW_FULL: f64 = 0.8;
@@ -34,7 +36,7 @@ pub const WINDOW_FULL: f64 = 0.8;
 /// `65535 << shift` means the peer fixed its buffer at the handshake (R2b).
 pub const SMALL_PEER_WSCALE: u8 = 2;
 /// The receive buffer needed per byte of BDP: the advertised window is about half of `rb`
-/// (scaling_ratio starts at 50%, kernel.md §3.1).
+/// (scaling_ratio starts at 50%, doc/calibration.md#bandwidth-and-bdp).
 pub const RCVBUF_PER_BDP: f64 = 2.0;
 /// Bytes received over the interval before a flow counts as "receiving" for the host check.
 pub const RECEIVING_BYTES: u64 = 65_536;

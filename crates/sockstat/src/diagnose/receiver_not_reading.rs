@@ -3,7 +3,7 @@
 //!
 //! Case: seed 001's zero-window section (a receiver that never reads; the sender's probes go
 //! unanswered and after ~tcp_retries2 probes the kernel aborts), reproduced in
-//! research/kernel.md §3.2 experiment F: sender `snd_wnd = 0`, timer 4 (persist), backoff 3-6;
+//! doc/calibration.md experiment F: sender `snd_wnd = 0`, timer 4 (persist), backoff 3-6;
 //! receiver Recv-Q 90800 with rb 131072, rcv_wnd 0, skmem `d` growing.
 //!
 //! Sender side: `snd_wnd == 0`, persist timer, backoff >= 1. Receiver side: Recv-Q > 0 in both

@@ -1,6 +1,6 @@
 //! R1, `send-buffer-limited`: the send buffer caps throughput.
 //!
-//! Case: [seed 001](../../../../doc/seeds.md#send-buffer) (SO_SNDBUF 16 KiB at 20 ms; a 32 KiB
+//! Case: doc/seeds.md#send-buffer (SO_SNDBUF 16 KiB at 20 ms; a 32 KiB
 //! proxy buffer at 150 ms), reproduced alone and sharing a bottleneck with bulk flows by the
 //! diagnosis matrix (doc/calibration.md#r1-send-buffer, the table in doc/diagnostics.md).
 //!
@@ -129,7 +129,7 @@ fn cause(flow: &Flow<'_>, tb: u64, input: &Input<'_>) -> Cause {
         let mss = flow.info().and_then(TcpInfo::snd_mss).unwrap_or(1448);
         let floor = autotune_floor(mss, s.tcp_wmem.map(|w| w[2]));
         // A buffer below what the kernel gives every unlocked socket, or constant at a value
-        // SO_SNDBUF would produce (2N) while limited, was set by the application (kernel.md §4).
+        // SO_SNDBUF would produce (2N) while limited, was set by the application (doc/linux.md#lock-heuristics).
         if tb < floor || tb == SOCK_MIN_SNDBUF {
             return Cause::SetByApp { exact: false };
         }
@@ -483,7 +483,7 @@ pub(crate) fn owner_text(flow: &Flow<'_>) -> String {
     }
 }
 
-/// A busy flow whose BDP needs more send buffer than the host's sysctls allow (kernel.md §3.5).
+/// A busy flow whose BDP needs more send buffer than the host's sysctls allow (doc/linux.md#sysctls).
 fn host_check(input: &Input<'_>) -> Vec<Finding> {
     let s = &input.ctx.sysctls;
     let Some(busiest) = busiest_bdp(input) else {
