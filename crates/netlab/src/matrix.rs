@@ -482,6 +482,8 @@ const SNDBUF_16K: &[Expect] = &[on_cause(
     "send-buffer-limited",
     "set-by-application",
 )];
+/// A shared bottleneck drops packets now and then, deep queue or shallow (a cubic competitor
+/// fills any finite queue), and the senders may get a retransmissions note for it.
 const LOSSY_A: &[Allow] = &[tolerate(A, "retransmissions")];
 
 /// The matrix, in table order.
@@ -557,7 +559,7 @@ pub fn scenarios() -> Vec<Scenario> {
             warmup: s(4),
             interval: 1.0,
             expect: SNDBUF_16K.to_vec(),
-            allow: vec![],
+            allow: LOSSY_A.to_vec(),
             focus: Some((A, PORT)),
         },
         Scenario {
@@ -571,7 +573,7 @@ pub fn scenarios() -> Vec<Scenario> {
             warmup: s(4),
             interval: 1.0,
             expect: SNDBUF_16K.to_vec(),
-            allow: vec![],
+            allow: LOSSY_A.to_vec(),
             focus: Some((A, PORT)),
         },
         Scenario {
@@ -667,7 +669,7 @@ pub fn scenarios() -> Vec<Scenario> {
                 ),
                 on(B, PORT, "receive-buffer-locked"),
             ],
-            allow: vec![],
+            allow: LOSSY_A.to_vec(),
             focus: Some((A, PORT)),
         },
         Scenario {
@@ -989,7 +991,37 @@ pub fn run(index: usize, cc: Cc, sockstat: &Sockstat) -> RunResult {
     result
 }
 
+/// The niceness of a run's threads and processes (the traffic, the forwarder, sockstat): the
+/// machine the matrix runs on is shared with compilers, and a traffic thread descheduled for
+/// part of the interval makes its flow application-limited, which is not the scenario. As the
+/// benchmark does (`bench/`), the lab runs ahead of them; without the privilege it runs as is.
+pub const NICE: libc::c_int = -10;
+
+/// Sets the calling thread's niceness (Linux: per thread; threads and processes it starts
+/// inherit it) and gives back the old one.
+fn renice(n: libc::c_int) -> libc::c_int {
+    // SAFETY: getpriority/setpriority on the calling thread (who = 0) have no preconditions.
+    unsafe {
+        let old = libc::getpriority(libc::PRIO_PROCESS, 0);
+        libc::setpriority(libc::PRIO_PROCESS, 0, n);
+        old
+    }
+}
+
 fn run_inner(
+    index: usize,
+    scn: &Scenario,
+    cc: Cc,
+    sockstat: &Sockstat,
+    result: &mut RunResult,
+) -> io::Result<()> {
+    let old = renice(NICE);
+    let r = run_reniced(index, scn, cc, sockstat, result);
+    renice(old);
+    r
+}
+
+fn run_reniced(
     index: usize,
     scn: &Scenario,
     cc: Cc,
@@ -1235,7 +1267,18 @@ pub fn judge(
                     None => f["socket"].is_null(),
                 }
         });
-        if contested {
+        // Wrong only when it stands in for a missing expected finding; beside the expected
+        // one it is noise.
+        let stands_in = scn.expect.iter().any(|e| {
+            applies(e.cc)
+                && e.side == *side
+                && match e.port {
+                    Some(p) => ports.contains(&p),
+                    None => f["socket"].is_null(),
+                }
+                && !findings.iter().any(|(s2, f2)| matches(e, *s2, f2))
+        });
+        if contested && stands_in {
             wrong = true;
             problems.push(format!("instead: {}", short(*side, f)));
         } else {

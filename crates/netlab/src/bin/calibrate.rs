@@ -249,12 +249,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn expected_text(s: &matrix::Scenario) -> String {
-    if s.expect.is_empty() {
-        return "nothing".into();
-    }
-    s.expect
+fn expected_text(s: &matrix::Scenario, cc: Cc) -> String {
+    let expected: Vec<String> = s
+        .expect
         .iter()
+        .filter(|e| e.cc.is_none_or(|c| c == cc))
         .map(|e| {
             format!(
                 "{}: {}{}",
@@ -263,8 +262,22 @@ fn expected_text(s: &matrix::Scenario) -> String {
                 if e.port.is_none() { " (namespace)" } else { "" }
             )
         })
-        .collect::<Vec<_>>()
-        .join("; ")
+        .collect();
+    let tolerated: Vec<String> = s
+        .allow
+        .iter()
+        .filter(|a| a.cc.is_none_or(|c| c == cc))
+        .map(|a| format!("{} {}", a.side.name(), a.rule))
+        .collect();
+    let mut t = if expected.is_empty() {
+        "nothing".to_string()
+    } else {
+        expected.join("; ")
+    };
+    if !tolerated.is_empty() {
+        t.push_str(&format!(" (tolerated: {})", tolerated.join(", ")));
+    }
+    t
 }
 
 /// `lo-hi` of some values (or the one value), with `digits` decimals.
@@ -442,7 +455,7 @@ fn render(
             } else {
                 String::new()
             },
-            expected_text(s),
+            expected_text(s, *cc),
             count(Outcome::Right),
             count(Outcome::Silent),
             count(Outcome::Wrong),
