@@ -336,11 +336,7 @@ fn group_finding(mut g: Vec<Trouble<'_>>, snap: &Snapshot, input: &Input<'_>) ->
             rule: RuleId::Retransmissions,
             severity,
             socket: Some(SocketRef::of(t.socket, snap)),
-            summary: format!(
-                "{}{who}: {}",
-                fmt::connection(t.socket).to_string(),
-                t.what.join("; ")
-            ),
+            summary: format!("{}{who}: {}", fmt::connection(t.socket), t.what.join("; ")),
             evidence: t.evidence,
             advice: advice.join(" "),
             count: Some(1),
@@ -401,7 +397,7 @@ fn group_finding(mut g: Vec<Trouble<'_>>, snap: &Snapshot, input: &Input<'_>) ->
                     .map(|t| {
                         Value::from(format!(
                             "{}: {}",
-                            fmt::connection(t.socket).to_string(),
+                            fmt::connection(t.socket),
                             t.what.join("; ")
                         ))
                     })
