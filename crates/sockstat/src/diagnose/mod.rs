@@ -168,33 +168,12 @@ pub struct SocketRef {
     pub cookie: Option<u64>,
     /// Kernel state.
     pub state: State,
-    /// Local end (`{"address", "port"}` in JSON).
-    #[serde(serialize_with = "endpoint_json")]
+    /// Local end.
     pub local: Endpoint,
     /// Remote end.
-    #[serde(serialize_with = "opt_endpoint_json")]
     pub remote: Option<Endpoint>,
     /// Every (process, fd) holding it, with the command name when known.
     pub owners: Vec<OwnerRef>,
-}
-
-/// An Internet endpoint as doc/diagnose.schema.json has it: `{"address": "...", "port": N}`
-/// (findings name TCP sockets only; any other kind is an empty object).
-fn endpoint_json<S: serde::Serializer>(e: &Endpoint, s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(None)?;
-    if let Endpoint::Inet { addr, port } = e {
-        m.serialize_entry("address", &addr.to_string())?;
-        m.serialize_entry("port", port)?;
-    }
-    m.end()
-}
-
-fn opt_endpoint_json<S: serde::Serializer>(e: &Option<Endpoint>, s: S) -> Result<S::Ok, S::Error> {
-    match e {
-        Some(e) => endpoint_json(e, s),
-        None => s.serialize_none(),
-    }
 }
 
 fn cookie_str<S: serde::Serializer>(c: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
