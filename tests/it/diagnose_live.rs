@@ -25,7 +25,10 @@ use sockstat_netlab::sock::{Cc, Opts};
 use sockstat_netlab::workload::{self as wl, BulkSpec};
 use sockstat_netlab::{is_root, Netns, Path, PathSpec};
 
-static LOCK: Mutex<()> = Mutex::new(());
+/// One at a time: these tests and the matrix's (`diagnose_matrix.rs`) measure throughput, and
+/// `memory_pressure` sets `net.ipv4.tcp_mem`, which is global: every TCP socket on the host,
+/// in every namespace, feels the pressure it creates (receive windows shrink to a few KiB).
+pub(crate) static LOCK: Mutex<()> = Mutex::new(());
 
 fn lab(name: &str) -> Option<MutexGuard<'static, ()>> {
     if !is_root() {

@@ -7,14 +7,12 @@
 //! Needs root (namespaces, TUN devices): otherwise every test prints a SKIPPED line. The
 //! scenarios run one at a time (they measure throughput).
 
-use std::sync::Mutex;
-
 use sockstat_netlab::matrix::{self, Outcome, Sockstat};
 use sockstat_netlab::sock::Cc;
 
 use crate::common::{is_root, SOCKSTAT};
-
-static LOCK: Mutex<()> = Mutex::new(());
+// Shared with diagnose_live.rs: its memory_pressure test changes the global net.ipv4.tcp_mem.
+use crate::diagnose_live::LOCK;
 
 fn run(name: &str, cc: Cc) {
     if !is_root() {

@@ -69,6 +69,10 @@ pub struct Expect {
     pub cause: Option<&'static str>,
     /// Only under this congestion control (`None`: under both).
     pub cc: Option<Cc>,
+    /// Another rule that is as right a verdict (the scenario's traffic sometimes makes one
+    /// limit bind, sometimes the other: a buffer-bound flow whose second was dominated by
+    /// loss).
+    pub or: Option<&'static str>,
 }
 
 impl Expect {
@@ -76,6 +80,14 @@ impl Expect {
     pub const fn only(self, cc: Cc) -> Expect {
         Expect {
             cc: Some(cc),
+            ..self
+        }
+    }
+
+    /// The same expectation, satisfied by `rule` as well.
+    pub const fn or(self, rule: &'static str) -> Expect {
+        Expect {
+            or: Some(rule),
             ..self
         }
     }
@@ -89,6 +101,7 @@ pub const fn on(side: Side, port: u16, rule: &'static str) -> Expect {
         rule,
         cause: None,
         cc: None,
+        or: None,
     }
 }
 
@@ -100,6 +113,7 @@ pub const fn on_cause(side: Side, port: u16, rule: &'static str, cause: &'static
         rule,
         cause: Some(cause),
         cc: None,
+        or: None,
     }
 }
 
@@ -111,6 +125,7 @@ pub const fn host(side: Side, rule: &'static str) -> Expect {
         rule,
         cause: None,
         cc: None,
+        or: None,
     }
 }
 
@@ -466,8 +481,16 @@ fn tw_syn(lab: &Lab, cc: Cc) -> io::Result<Running> {
     )?;
     let dst = crate::sock::v4(lab.server_addr(), PORT)?;
     Ok(Running {
+        // Three bursts across the second diagnose samples (it starts 300 ms before the first):
+        // however late a loaded host lets diagnose take its first sample, one falls inside.
         during: Some(Box::new(move |lab: &Lab| {
-            send_syns(lab.client(), clients, dst, 3)
+            for burst in 0..3 {
+                if burst > 0 {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                send_syns(lab.client(), clients.clone(), dst, 3)?;
+            }
+            Ok(())
         })),
         ..Running::default()
     })
@@ -585,7 +608,12 @@ pub fn scenarios() -> Vec<Scenario> {
             start: |l, cc| small_sndbuf(l, cc, 16 * 1024, 1, false),
             warmup: s(4),
             interval: 1.0,
-            expect: SNDBUF_16K.to_vec(),
+            // BBR's competitor overruns the shallow queue: the small flow loses 8-22% of its
+            // packets, and in a second at the high end the loss, not the buffer, binds it.
+            expect: vec![
+                SNDBUF_16K[0].only(Cc::Cubic),
+                SNDBUF_16K[0].only(Cc::Bbr).or("retransmissions"),
+            ],
             allow: LOSSY_A.to_vec(),
             focus: Some((A, PORT)),
         },
@@ -898,6 +926,9 @@ pub struct RunResult {
     pub listing_dt: f64,
     /// What the receiving applications read per second over the diagnose run, by port.
     pub app_rates: Vec<(u16, f64)>,
+    /// The least and the most the receiving applications read per second over any window of
+    /// diagnose's interval during its run, by port.
+    pub app_windows: Vec<(u16, (f64, f64))>,
     /// Wall time of the whole run.
     pub seconds: f64,
 }
@@ -981,6 +1012,7 @@ pub fn run(index: usize, cc: Cc, sockstat: &Sockstat) -> RunResult {
         listings: Default::default(),
         listing_dt: 0.0,
         app_rates: vec![],
+        app_windows: vec![],
         seconds: 0.0,
     };
     if let Err(e) = run_inner(index, scn, cc, sockstat, &mut result) {
@@ -1048,6 +1080,28 @@ fn run_reniced(
         .map(|(_, c)| c.load(Ordering::Relaxed))
         .collect();
     let tl0 = Instant::now();
+    // What the applications read, every 20 ms while diagnose runs: the goodput a finding gives
+    // is checked against the application's over windows of diagnose's interval inside this
+    // (diagnose's own samples fall somewhere in it, later on a loaded host).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counters: Vec<Arc<AtomicU64>> = running.received.iter().map(|(_, c)| c.clone()).collect();
+    let recorder = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut series = vec![];
+            while !stop.load(Ordering::Relaxed) && tl0.elapsed() < Duration::from_secs(30) {
+                series.push((
+                    tl0.elapsed().as_secs_f64(),
+                    counters
+                        .iter()
+                        .map(|c| c.load(Ordering::Relaxed))
+                        .collect::<Vec<u64>>(),
+                ));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            series
+        })
+    };
     let spawn = |ns: &Netns| {
         sockstat
             .cmd(ns, &["diagnose", "--json", "--interval", &interval])
@@ -1063,6 +1117,14 @@ fn run_reniced(
     let outs = children.map(|c| c.wait_with_output());
     let [oa, ob] = outs;
     let (oa, ob) = (oa?, ob?);
+    stop.store(true, Ordering::Relaxed);
+    let series = recorder.join().unwrap_or_default();
+    result.app_windows = running
+        .received
+        .iter()
+        .enumerate()
+        .map(|(k, (p, _))| (*p, window_rates(&series, k, scn.interval)))
+        .collect();
     let t_app = tl0.elapsed().as_secs_f64();
     result.app_rates = running
         .received
@@ -1094,7 +1156,7 @@ fn run_reniced(
         cc,
         &result.diagnose,
         &running.checks,
-        &result.app_rates,
+        &result.app_windows,
     );
     result.outcome = outcome;
     result.problems = problems;
@@ -1143,14 +1205,16 @@ pub fn finding_ports(f: &Value) -> Vec<u16> {
 }
 
 fn matches(e: &Expect, side: Side, f: &Value) -> bool {
-    if e.side != side || f["rule"] != e.rule {
+    let main = f["rule"] == e.rule;
+    let alternative = e.or.is_some_and(|r| f["rule"] == r);
+    if e.side != side || !(main || alternative) {
         return false;
     }
     let port_ok = match e.port {
         Some(p) => finding_ports(f).contains(&p),
         None => f["socket"].is_null(),
     };
-    let cause_ok = e.cause.is_none_or(|c| f["evidence"]["cause"] == c);
+    let cause_ok = !main || e.cause.is_none_or(|c| f["evidence"]["cause"] == c);
     port_ok && cause_ok
 }
 
@@ -1183,7 +1247,7 @@ pub fn judge(
     cc: Cc,
     docs: &[Value; 2],
     checks: &[(usize, Check)],
-    app_rates: &[(u16, f64)],
+    app_windows: &[(u16, (f64, f64))],
 ) -> (Outcome, Vec<String>) {
     let mut problems = vec![];
     let applies = |c: Option<Cc>| c.is_none_or(|c| c == cc);
@@ -1227,7 +1291,7 @@ pub fn judge(
                         problems.push(format!("{}: {why}", short(e.side, hits[0])));
                     }
                 }
-                if let Some(why) = rate_check(e, hits[0], app_rates) {
+                if let Some(why) = rate_check(e, hits[0], app_windows) {
                     wrong = true;
                     problems.push(format!("{}: {why}", short(e.side, hits[0])));
                 }
@@ -1298,14 +1362,44 @@ pub fn judge(
     (outcome, problems)
 }
 
+/// The least and the most bytes per second the application `k` read over any window of
+/// `interval` seconds within the recorded series (`(0, 0)` when too short).
+fn window_rates(series: &[(f64, Vec<u64>)], k: usize, interval: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for (i, (t0, c0)) in series.iter().enumerate() {
+        let Some((t1, c1)) = series[i..].iter().find(|(t, _)| *t >= t0 + interval) else {
+            break;
+        };
+        let r = (c1[k] - c0[k]) as f64 / (t1 - t0);
+        lo = lo.min(r);
+        hi = hi.max(r);
+    }
+    if lo.is_finite() {
+        (lo, hi)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
 /// A throughput finding must say what the flow achieved: its `goodput_bytes_per_sec` within
-/// 35% (plus 20 kB/s) of what the receiving application read over the same time.
-fn rate_check(e: &Expect, f: &Value, app_rates: &[(u16, f64)]) -> Option<String> {
+/// 35% (plus 20 kB/s) of what the receiving application read over some window of the same
+/// length during the run (diagnose's own window is one of them). Not for a send queue that
+/// escaped its buffer: such a flow moves a whole congestion window, then stalls for a round
+/// trip, and the kernel's and the application's counts of one burst fall in different seconds.
+fn rate_check(e: &Expect, f: &Value, app: &[(u16, (f64, f64))]) -> Option<String> {
     let port = e.port?;
+    if f["evidence"]["escaped_buffer"] == true {
+        return None;
+    }
     let claimed = f["evidence"]["goodput_bytes_per_sec"].as_f64()?;
-    let (_, app) = app_rates.iter().find(|(p, _)| *p == port)?;
-    ((claimed - app).abs() > 0.35 * app + 20_000.0)
-        .then(|| format!("says it moves {claimed:.0} B/s; the application read {app:.0} B/s"))
+    let (_, (lo, hi)) = app.iter().find(|(p, _)| *p == port)?;
+    let fits = claimed >= 0.65 * lo - 20_000.0 && claimed <= 1.35 * hi + 20_000.0;
+    (!fits).then(|| {
+        format!(
+            "says it moves {claimed:.0} B/s; the application read {lo:.0}-{hi:.0} B/s over \
+             windows of that length"
+        )
+    })
 }
 
 /// The sockets of a listing about `port` (either end), with their side's view.

@@ -256,9 +256,10 @@ fn expected_text(s: &matrix::Scenario, cc: Cc) -> String {
         .filter(|e| e.cc.is_none_or(|c| c == cc))
         .map(|e| {
             format!(
-                "{}: {}{}",
+                "{}: {}{}{}",
                 e.side.name(),
                 e.rule,
+                e.or.map(|r| format!(" or {r}")).unwrap_or_default(),
                 if e.port.is_none() { " (namespace)" } else { "" }
             )
         })

@@ -38,10 +38,6 @@ pub const SNDBUF_SHARE: f64 = 0.20;
 pub const RWND_SHARE_MAX: f64 = 0.20;
 /// A flight at this share of the peer's window in either sample: the window binds (R2).
 pub const WINDOW_FULL: f64 = 0.8;
-/// R1 judges flows busy at least this share of the interval: a buffer-bound flow always has
-/// data queued (0.86-1.0 in the matrix), an application-paced one only while a write drains
-/// (0.50-0.66).
-pub const BUSY_SHARE: f64 = 0.75;
 /// The send queue at this share of `tb` or more in both samples: the writer waits on the buffer.
 /// A blocked writer is woken when the queue drains to 2/3 of `tb` (`sk_stream_write_space`);
 /// the lowest sample of a buffer-bound flow in the matrix was 0.58.
@@ -197,8 +193,13 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     if !matches!(flow.after.state, State::Established | State::CloseWait) {
         return None;
     }
+    // Busy for most of the interval ([`ACTIVE_BUSY_SHARE`]). Not more: on a loaded host the
+    // two dumps' timestamps drift from the kernel's counters by a few hundred ms. An
+    // application-paced flow can be busy as much (0.50-0.66 in the matrix); the queue and the
+    // ceiling tests below keep it out (its queue was at half the buffer in both samples in one
+    // run of six, and it moved 0.2-0.26 buffers per round trip).
     let busy = flow.busy_share()?;
-    if busy < BUSY_SHARE || i.snd_wnd()? == 0 {
+    if busy < ACTIVE_BUSY_SHARE || i.snd_wnd()? == 0 {
         return None; // idle or paced by the application; a zero window is R3
     }
     let rwnd_share = flow.rwnd_share().unwrap_or(0.0);
@@ -708,7 +709,7 @@ mod tests {
 
     #[test]
     fn busy_boundary() {
-        // Busy 0.75 s of 1 s fires; 0.749 s does not.
+        // Busy 0.5 s of 1 s fires; 0.499 s does not.
         let base = TcpBuilder::new()
             .sndbuf(32768)
             .min_rtt(20_300)
@@ -721,12 +722,12 @@ mod tests {
         let s1 = base
             .clone()
             .bytes_acked(1_300_000)
-            .chrono(750_000, 0, 200_000)
+            .chrono(500_000, 0, 200_000)
             .build(1);
         assert_eq!(sndbuf_findings(s0.clone(), s1, &ctx()).len(), 1);
         let s1 = base
             .bytes_acked(1_300_000)
-            .chrono(749_000, 0, 200_000)
+            .chrono(499_000, 0, 200_000)
             .build(1);
         assert!(sndbuf_findings(s0, s1, &ctx()).is_empty());
     }
