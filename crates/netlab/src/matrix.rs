@@ -1272,6 +1272,22 @@ pub fn judge(
             .filter(|(s, f)| matches(e, *s, f))
             .map(|(_, f)| *f)
             .collect();
+        // With an alternative ("A or B"), both may be there: each verdict counts once, and a
+        // duplicate of either is noise. The first hit of the main rule is the one checked.
+        let main: Vec<&Value> = hits
+            .iter()
+            .copied()
+            .filter(|f| f["rule"] == e.rule)
+            .collect();
+        let alt = hits.len() - main.len();
+        let hits = if e.or.is_some() && alt <= 1 && main.len() <= 1 {
+            main.into_iter()
+                .chain(hits.iter().copied().filter(|f| f["rule"] != e.rule))
+                .take(1)
+                .collect()
+        } else {
+            hits
+        };
         match hits.len() {
             0 => {
                 silent = true;
