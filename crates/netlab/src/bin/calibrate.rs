@@ -133,6 +133,15 @@ fn loadavg() -> String {
         .unwrap_or_else(|e| format!("unreadable ({e})"))
 }
 
+fn load1() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn kernel() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
@@ -193,6 +202,8 @@ fn main() -> ExitCode {
         }
     };
     let mut results: BTreeMap<(usize, Cc), Vec<RunResult>> = BTreeMap::new();
+    // The 1-minute load average after every run: what the machine was doing meanwhile.
+    let mut loads: Vec<f64> = vec![];
     for run in 1..=args.runs {
         for &i in &picked {
             for &cc in &args.ccs {
@@ -220,12 +231,23 @@ fn main() -> ExitCode {
                     let _ = writeln!(f, "{}", r.to_json());
                 }
                 results.entry((i, cc)).or_default().push(r);
+                if let Some(l) = load1() {
+                    loads.push(l);
+                }
             }
         }
     }
     let load_after = loadavg();
     let minutes = started.elapsed().as_secs_f64() / 60.0;
-    let table = render(&all, &results, &args, &load_before, &load_after, minutes);
+    let table = render(
+        &all,
+        &results,
+        &args,
+        &load_before,
+        &load_after,
+        &loads,
+        minutes,
+    );
     println!("\n{table}");
     if let Some(doc) = &args.doc {
         let marker = if args.busy > 0 {
@@ -417,12 +439,24 @@ fn render(
     args: &Args,
     load_before: &str,
     load_after: &str,
+    loads: &[f64],
     minutes: f64,
 ) -> String {
+    let mut sorted = loads.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let during = match sorted.as_slice() {
+        [] => String::new(),
+        v => format!(
+            ", 1-minute load average {:.1}-{:.1} during the runs (median {:.1})",
+            v[0],
+            v[v.len() - 1],
+            v[v.len() / 2]
+        ),
+    };
     let mut t = String::new();
     t.push_str(&format!(
-        "Kernel {}, {} CPUs, {} runs per row, interval as listed; load average {} before, {} \
-         after; {:.0} minutes{}.\n\n",
+        "Kernel {}, {} CPUs, {} runs per row, diagnose --interval 1; load average (1, 5, 15 min) \
+         {} before, {} after{during}; {:.0} minutes{}.\n\n",
         kernel(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         args.runs,
