@@ -14,7 +14,7 @@
 //! `SOCKSTAT_TEST_DEB=1`.
 
 mod common;
-// Shared with tests/diagnose_live.rs, which is a binary of its own.
+// The diagnose tests' JSON validation, in its own directory as it always was.
 #[path = "../diagnose_support/mod.rs"]
 mod diagnose_support;
 mod ports_support;
@@ -22,6 +22,8 @@ mod ports_support;
 mod bad_input;
 mod counters;
 mod diagnose_cli;
+mod diagnose_live;
+mod diagnose_matrix;
 mod diagnose_zones;
 mod filter_equivalence;
 mod filters;

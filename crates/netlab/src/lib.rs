@@ -1,15 +1,20 @@
-//! A small WAN lab for tests: two network namespaces joined by a path with delay, loss and a
-//! rate limit, and helpers to run code inside a namespace.
+//! A small WAN lab for tests: two network namespaces joined by a path with delay, loss, a rate
+//! limit and a bottleneck queue, and helpers to run code inside a namespace.
 //!
-//! The kernel this project is developed on has no `sch_netem` (research/kernel.md §3.2 used a
-//! userspace `tundelay.py` for the same reason), so the path is a [`Forwarder`]: one TUN device
-//! in each namespace, and a thread that copies IP packets between them through a delay queue,
-//! dropping a share of them and pacing them to a rate when asked. [`Path::new`] uses `netem` on a
-//! veth pair when the kernel has it and falls back to the forwarder; `tbf` (present here) caps
-//! the rate either way.
+//! The path is a [`Forwarder`]: one TUN device in each namespace, and a thread that copies IP
+//! packets between them through a delay line, dropping a share of them and pacing them to a rate
+//! through a bounded queue when asked. The kernel this project is developed on has no
+//! `sch_netem`, and a rate limit (`tbf`) on a sender's own device would not make a bottleneck
+//! queue anyway: TCP Small Queues keeps each socket's packets in the local qdisc to about a
+//! millisecond, so competing flows would never see queueing delay. The forwarder's queue is
+//! away from the senders, like a router's, and behaves the same on every kernel.
 //!
 //! Everything is torn down in `Drop` (namespaces deleted, forwarder stopped), and the forwarder
 //! stops by itself after a bounded run time. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN).
+
+pub mod matrix;
+pub mod sock;
+pub mod workload;
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -174,6 +179,8 @@ pub struct Impairment {
     pub loss: f64,
     /// Rate limit in bytes per second (0: none), applied by the forwarder.
     pub rate: u64,
+    /// With a rate limit, a packet that would wait longer than this for its turn is dropped.
+    pub queue: Duration,
 }
 
 /// Packet counters of a running forwarder.
@@ -322,6 +329,10 @@ fn forward(
                 let dir = &mut dirs[d];
                 let mut leave = now;
                 if i.rate > 0 {
+                    if dir.free_at > now + i.queue {
+                        stats.dropped.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                     let tx = Duration::from_secs_f64(n as f64 / i.rate as f64);
                     leave = dir.free_at.max(now) + tx;
                     dir.free_at = leave;
@@ -338,8 +349,8 @@ fn forward(
 /// Two namespaces `a` and `b` with addresses `addr_a` and `addr_b` (a /24 each side), joined by
 /// an impaired path.
 pub struct Path {
-    /// Forwarder (None when netem carries the delay).
-    pub forwarder: Option<Forwarder>,
+    /// The forwarder carrying the path.
+    pub forwarder: Forwarder,
     /// Client side.
     pub a: Netns,
     /// Server side.
@@ -348,8 +359,6 @@ pub struct Path {
     pub addr_a: String,
     /// Address of `b`.
     pub addr_b: String,
-    /// True when the delay came from netem rather than the forwarder.
-    pub netem: bool,
 }
 
 /// Options for [`Path::new`].
@@ -359,9 +368,27 @@ pub struct PathSpec {
     pub one_way: Duration,
     /// Drop share a -> b.
     pub loss_ab: f64,
-    /// Rate cap a -> b, bits per second (tbf on a's device; 0: none).
+    /// Rate cap a -> b, bits per second (0: none).
     pub rate_bits: u64,
+    /// With a rate cap, how long a packet may wait in the bottleneck queue before it is dropped:
+    /// a deep queue turns competing traffic into queueing delay, a shallow one into loss.
+    pub queue: Duration,
 }
+
+impl PathSpec {
+    /// A path of `one_way` delay each way, no loss, no rate cap.
+    pub fn delay(one_way: Duration) -> PathSpec {
+        PathSpec {
+            one_way,
+            loss_ab: 0.0,
+            rate_bits: 0,
+            queue: Duration::from_millis(400),
+        }
+    }
+}
+
+/// How long a path's forwarder runs at most.
+pub const MAX_RUN: Duration = Duration::from_secs(180);
 
 impl Path {
     /// Builds namespaces `<tag>a` and `<tag>b` (tag at most 9 characters) with 198.51.100.1
@@ -373,112 +400,34 @@ impl Path {
         let addr_a = "198.51.100.1".to_string();
         let addr_b = "198.51.100.2".to_string();
         let (ta, tb) = (format!("{tag}ta"), format!("{tag}tb"));
-        // netem when the kernel has it (and no loss asked of the forwarder).
-        let netem = spec.loss_ab == 0.0 && try_netem(&a, &b, &addr_a, &addr_b, spec)?;
-        let mut forwarder = None;
-        if !netem {
-            let ta2 = ta.clone();
-            let fa = a.run(move || open_tun(&ta2))??;
-            let tb2 = tb.clone();
-            let fb = b.run(move || open_tun(&tb2))??;
-            for (ns, dev, addr) in [(&a, &ta, &addr_a), (&b, &tb, &addr_b)] {
-                ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
-                ns.ip(&["link", "set", dev, "up"])?;
-            }
-            // tbf caps the rate where the kernel has it; otherwise the forwarder paces.
-            let paced = spec.rate_bits > 0 && tbf(&a, &ta, spec.rate_bits).is_err();
-            let imp = |loss, rate| Impairment {
-                delay: spec.one_way,
-                loss,
-                rate,
-            };
-            forwarder = Some(Forwarder::start(
-                fa,
-                fb,
-                imp(spec.loss_ab, if paced { spec.rate_bits / 8 } else { 0 }),
-                imp(0.0, 0),
-                Duration::from_secs(120),
-                0x5eed ^ u64::from(seed),
-            ));
+        let ta2 = ta.clone();
+        let fa = a.run(move || open_tun(&ta2))??;
+        let tb2 = tb.clone();
+        let fb = b.run(move || open_tun(&tb2))??;
+        for (ns, dev, addr) in [(&a, &ta, &addr_a), (&b, &tb, &addr_b)] {
+            ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ns.ip(&["link", "set", dev, "up"])?;
         }
+        let imp = |loss, rate| Impairment {
+            delay: spec.one_way,
+            loss,
+            rate,
+            queue: spec.queue,
+        };
+        let forwarder = Forwarder::start(
+            fa,
+            fb,
+            imp(spec.loss_ab, spec.rate_bits / 8),
+            imp(0.0, 0),
+            MAX_RUN,
+            0x5eed ^ u64::from(seed),
+        );
         Ok(Path {
             forwarder,
             a,
             b,
             addr_a,
             addr_b,
-            netem,
         })
     }
-}
-
-fn tbf(ns: &Netns, dev: &str, rate_bits: u64) -> io::Result<()> {
-    sh(&[
-        "tc",
-        "-n",
-        &ns.name,
-        "qdisc",
-        "add",
-        "dev",
-        dev,
-        "root",
-        "tbf",
-        "rate",
-        &format!("{rate_bits}bit"),
-        "burst",
-        "32kbit",
-        "latency",
-        "400ms",
-    ])
-}
-
-/// A veth pair with netem delay on both ends, when `sch_netem` exists; false otherwise.
-fn try_netem(a: &Netns, b: &Netns, addr_a: &str, addr_b: &str, spec: PathSpec) -> io::Result<bool> {
-    let (va, vb) = (format!("{}v", a.name), format!("{}v", b.name));
-    if a.ip(&[
-        "link", "add", &va, "type", "veth", "peer", "name", &vb, "netns", &b.name,
-    ])
-    .is_err()
-    {
-        return Ok(false);
-    }
-    let delay = format!("{}us", spec.one_way.as_micros());
-    let ok = sh(&[
-        "tc", "-n", &a.name, "qdisc", "add", "dev", &va, "root", "handle", "1:", "netem", "delay",
-        &delay, "limit", "100000",
-    ])
-    .is_ok();
-    if !ok {
-        let _ = a.ip(&["link", "del", &va]);
-        return Ok(false);
-    }
-    sh(&[
-        "tc", "-n", &b.name, "qdisc", "add", "dev", &vb, "root", "netem", "delay", &delay, "limit",
-        "100000",
-    ])?;
-    if spec.rate_bits > 0 {
-        sh(&[
-            "tc",
-            "-n",
-            &a.name,
-            "qdisc",
-            "add",
-            "dev",
-            &va,
-            "parent",
-            "1:1",
-            "tbf",
-            "rate",
-            &format!("{}bit", spec.rate_bits),
-            "burst",
-            "32kbit",
-            "latency",
-            "400ms",
-        ])?;
-    }
-    for (ns, dev, addr) in [(a, &va, addr_a), (b, &vb, addr_b)] {
-        ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", dev])?;
-        ns.ip(&["link", "set", dev, "up"])?;
-    }
-    Ok(true)
 }

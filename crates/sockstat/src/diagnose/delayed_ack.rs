@@ -1,7 +1,8 @@
 //! R5, `delayed-ack`: delayed ACKs inflate a request/response connection's latency (the
 //! Nagle + delayed-ACK interaction of a write-write-read pattern).
 //!
-//! Case: seed 001's delayed-ACK section, reproduced in research/kernel.md §3.2 experiment G:
+//! Case: doc/seeds.md#delayed-ack (seed 001's delayed-ACK section), doc/calibration.md
+//! experiment G and the diagnosis matrix's `delayed-ack` and `rr-nodelay` scenarios:
 //! the client's srtt 41.7 ms against min_rtt 20.3 ms, rttvar 22 ms; the server's
 //! TcpExtDelayedACKs +59 for 60 requests, ato 40 ms. With TCP_NODELAY: srtt 20.5 ms (no finding).
 //!
@@ -100,6 +101,34 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
                  request in one write (writev, MSG_MORE or TCP_CORK); on the receiver, \
                  TCP_QUICKACK avoids the delay."
             .into(),
+        count: Some(1),
+        confidence: Confidence::new(
+            if peer_ato.is_some_and(|a| a >= DELACK_ATO_US) {
+                Certainty::High
+            } else {
+                Certainty::Medium
+            },
+            {
+                let mut why = vec![format!(
+                    "srtt {} against a min RTT of {} with at most {MAX_UNACKED} packets in \
+                     flight: small exchanges, yet about half the RTT samples wait for something",
+                    fmt::duration_us(rtt),
+                    fmt::duration_us(min)
+                )];
+                match peer_ato {
+                    Some(a) if a >= DELACK_ATO_US => why.push(format!(
+                        "the peer's socket is here and shows a delayed-ACK timeout of {}",
+                        fmt::duration_us(a)
+                    )),
+                    _ => why.push(
+                        "the peer is not in this namespace: its delayed-ACK timer cannot be \
+                         seen (a server that thinks for about 40 ms looks the same)"
+                            .into(),
+                    ),
+                }
+                why
+            },
+        ),
     })
 }
 

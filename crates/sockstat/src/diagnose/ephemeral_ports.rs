@@ -96,6 +96,10 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                 summary: f.message.clone(),
                 evidence: ev,
                 advice: f.advice.clone().unwrap_or_default(),
+                count: None,
+                confidence: Confidence::counted(
+                    "every socket of the group, TIME-WAIT included, holds one of the range's ports",
+                ),
             }
         })
         .collect()

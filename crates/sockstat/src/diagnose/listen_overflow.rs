@@ -1,7 +1,7 @@
 //! R9, `listen-overflow`: a listener's accept queue is full (the service does not call
 //! accept() fast enough) or its SYN queue overflows; SYNs and handshakes are dropped.
 //!
-//! Case: research/kernel.md §3.2 experiment I (listen backlog 2, never accept(), 10 connects
+//! Case: doc/calibration.md experiment I (listen backlog 2, never accept(), 10 connects
 //! with syncookies: LISTEN Recv-Q 3 > Send-Q 2, ListenOverflows +7, TCPReqQFullDoCookies +7,
 //! and 7 "ghost" connections the client believes are established); the drops behind seed 003's
 //! connect stalls.
@@ -94,6 +94,13 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                  connected while the server dropped the handshake (ghost connections).",
                 somaxconn.map_or("?".into(), |v| v.to_string())
             ),
+            count: Some(1),
+            confidence: Confidence::counted(if counted {
+                "the accept queue was at its backlog and the kernel counted dropped handshakes \
+                 (ListenOverflows/ListenDrops)"
+            } else {
+                "the accept queue was at or over its backlog in both samples"
+            }),
         });
     }
     if counted && !attributed {
@@ -120,13 +127,30 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                      --interval to catch it, then accept faster or raise its backlog (and \
                      net.core.somaxconn)."
                 .into(),
+            count: None,
+            confidence: Confidence::new(
+                Certainty::Medium,
+                vec![
+                    "the kernel counted dropped handshakes, but no listener was full at \
+                      either sample to name"
+                        .into(),
+                ],
+            ),
         });
     }
     let req_drop = input.counter_delta("TcpExt", "TCPReqQFullDrop");
     let cookies = input
         .counter_delta("TcpExt", "TCPReqQFullDoCookies")
         .max(input.counter_delta("TcpExt", "SyncookiesSent"));
-    if req_drop.unwrap_or(0) > 0 || cookies.unwrap_or(0) > 0 {
+    if (req_drop.unwrap_or(0) > 0 || cookies.unwrap_or(0) > 0) && !out.is_empty() {
+        // A listener's SYN queue is bounded by the same backlog as its accept queue: with a
+        // full accept queue named, its SYN-queue overflow is the same cause, one finding.
+        for f in &mut out {
+            f.evidence
+                .int("syn_queue_full_drops_delta", req_drop)
+                .int("syncookies_sent_delta", cookies);
+        }
+    } else if req_drop.unwrap_or(0) > 0 || cookies.unwrap_or(0) > 0 {
         let mut ev = Evidence::default();
         ev.num("interval_s", input.ctx.interval_s)
             .int("syn_queue_full_drops_delta", req_drop)
@@ -148,6 +172,10 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                      net.core.somaxconn and net.ipv4.tcp_max_syn_backlog, and check the \
                      listeners' accept queues."
                 .into(),
+            count: None,
+            confidence: Confidence::counted(
+                "the kernel counted SYNs dropped or answered with cookies for a full SYN queue",
+            ),
         });
     }
     out

@@ -116,6 +116,10 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                 format!(" Largest here: {}.", top_text.join(", "))
             }
         ),
+        count: None,
+        confidence: Confidence::counted(
+            "the TCP page count against net.ipv4.tcp_mem, or the kernel's own pressure counters",
+        ),
     }]
 }
 

@@ -9,14 +9,15 @@
 //! This module is pure: it never reads the system and never prints. Gathering is the caller's
 //! job (the `diagnose` command); rendering is [`crate::render::diagnose`].
 //!
-//! The tcp_info chronographs under-count (kernel.md §3.2: a connection fully bound by its send
-//! buffer showed 29-44% `sndbuf_limited`), so no rule fires on a share alone: each throughput
-//! rule also requires the goodput to reach a large part of the ceiling its limit implies
-//! (limit / min RTT), and that ceiling to matter (below the bandwidth, when known, or below
-//! [`UNKNOWN_BANDWIDTH_CEILING`]).
+//! The tcp_info chronographs under-count, or stay at 0 (cubic in slow start never counts
+//! `sndbuf_limited`), so no rule fires on a share alone: each throughput rule requires the
+//! goodput to reach a large part of the ceiling its limit implies at the RTT the flow saw over
+//! the interval (limit / srtt, queueing included; doc/calibration.md#ceilings), and that
+//! ceiling to matter (below the bandwidth, when known, or below [`UNKNOWN_BANDWIDTH_CEILING`]).
 
 mod delayed_ack;
 mod ephemeral_ports;
+mod interval;
 mod listen_overflow;
 mod memory_pressure;
 mod receive_buffer;
@@ -42,14 +43,18 @@ use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning, WarningCod
 use crate::render::fmt;
 pub use crate::sample::{Sample, ZoneSample};
 pub use crate::sysctl::Sysctls;
+pub use interval::{Certainty, Confidence};
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
 /// this share of the interval; below it a low goodput is the application's choice and no
 /// transport rule fires (kernel.md §3.3 preamble).
 pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
-/// Goodput must reach this fraction of a limit's ceiling (limit / min RTT) before the limit is
-/// called binding (kernel.md §3.1 "binding limit"; the ceilings matched within 10-25%).
-pub const CEILING_MATCH: f64 = 0.6;
+/// Goodput must reach this fraction of a limit's ceiling (the limit divided by the RTT the flow
+/// saw over the interval) before the limit is called binding. In the diagnosis matrix
+/// (doc/calibration.md#ceilings) flows bound by a buffer or window reached 0.62-1.37 of it
+/// under cubic and BBR, alone and behind shared queues; every healthy flow stayed at or below
+/// 0.36 (a large buffer a bulk sender keeps full).
+pub const CEILING_MATCH: f64 = 0.5;
 /// Without a known bottleneck bandwidth, a ceiling at or above this (1 Gbit/s, in bytes/s) is
 /// not reported: the seed's own negative case (a small buffer at loopback RTT) has a ceiling of
 /// gigabytes per second and "barely hurts".
@@ -281,6 +286,13 @@ pub struct Finding {
     pub evidence: Evidence,
     /// The concrete change.
     pub advice: String,
+    /// How many connections (or handshakes) share this one cause: 1 for a finding about one
+    /// connection, more when one cause shows on several (they are then one finding); `None`
+    /// for a namespace-wide finding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// How sure the verdict is, and why.
+    pub confidence: Confidence,
     /// The zone (network namespace) it was found in, with `-z`/`-Z`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<crate::zone::Zone>,
@@ -734,6 +746,10 @@ pub(crate) fn core_mem_max_finding(
         ),
         evidence: ev,
         advice: format!("sysctl -w net.core.{name}={target}"),
+        count: None,
+        confidence: Confidence::counted(format!(
+            "net.core.{name} is read, and the BDP is --bandwidth or a measured rate times min RTT"
+        )),
     })
 }
 
@@ -867,6 +883,8 @@ mod tests {
     #[test]
     fn findings_sort_by_severity_first() {
         let mk = |rule, severity| Finding {
+            count: None,
+            confidence: Confidence::counted("test"),
             zone: None,
             rule,
             severity,

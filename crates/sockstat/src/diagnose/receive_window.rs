@@ -1,16 +1,21 @@
 //! R2, `receive-window-limited` and `window-scaling-missing`: the peer's receive window caps
 //! throughput, with its three causes.
 //!
-//! Cases: seed 001's LVS without window scaling (window stuck at 64 KiB) and its 8 KiB
-//! SO_RCVBUF receiver, reproduced in research/kernel.md §3.2 experiments D (peer
-//! `tcp_window_scaling=0`: no TCPI_OPT_WSCALE, `snd_wnd = 65535`, goodput 2.3-3.0 MB/s against
-//! a ceiling of 3.24 MB/s) and E (peer listener SO_RCVBUF 8 KiB: `snd_wscale = 0`,
-//! `snd_wnd = 8688`, 401-412 KB/s against 425 KB/s).
+//! Cases: doc/seeds.md#long-path-through-lvs: seed 001's LVS without window
+//! scaling (window stuck at 64 KiB) and its small SO_RCVBUF receiver, reproduced in
+//! doc/calibration.md experiments D and E and by the diagnosis matrix (`no-wscale`,
+//! `rcvbuf-50ms*`), alone and sharing a deep-queued bottleneck.
+//!
+//! A window-bound flow keeps about a window in flight, so it delivers about `snd_wnd` / RTT at
+//! the RTT it sees: the ceiling uses the smoothed RTT over the interval, not `min_rtt` (behind
+//! the shared queue srtt was 2.1-2.7 × `min_rtt`, and the `min_rtt` ceiling fell to 0.33-0.52
+//! of the goodput). Window-bound flows moved 0.79-1.37 windows per srtt in the matrix, every
+//! healthy flow at most 0.25.
 //!
 //! - R2a `window-scaling-missing`: no WSCALE option and `snd_wnd <= 65535`.
 //! - R2b `receive-window-limited`, cause `peer-receive-buffer-fixed`: WSCALE set, the peer's
 //!   shift at most 2 and the window never above `65535 << shift` (the peer fixed SO_RCVBUF
-//!   before listen/connect, which fixes its shift at the handshake, kernel.md §4).
+//!   before listen/connect, which fixes its shift at the handshake, doc/linux.md).
 //! - R2c `receive-window-limited`, cause `peer-window-small`: any other window below the BDP.
 //!
 //! Host findings (socket null): `net.ipv4.tcp_window_scaling=0` here caps every connection;
@@ -21,7 +26,9 @@ use super::*;
 use crate::model::tcp::{opt, MAX_UNSCALED_WINDOW};
 use send_buffer::owner_text;
 
-/// Share of busy time in `rwnd_limited` that suggests the window (kernel.md §3.3 R2).
+/// Share of busy time in `rwnd_limited` that suggests the window (window-bound flows showed
+/// 19-100%, BBR ones as little as 2%: hence the window-full test beside it,
+/// doc/calibration.md#r2-receive-window).
 pub const RWND_SHARE: f64 = 0.20;
 /// In flight at or above this share of the peer's window: the window is full.
 pub const WINDOW_FULL: f64 = 0.8;
@@ -29,7 +36,7 @@ pub const WINDOW_FULL: f64 = 0.8;
 /// `65535 << shift` means the peer fixed its buffer at the handshake (R2b).
 pub const SMALL_PEER_WSCALE: u8 = 2;
 /// The receive buffer needed per byte of BDP: the advertised window is about half of `rb`
-/// (scaling_ratio starts at 50%, kernel.md §3.1).
+/// (scaling_ratio starts at 50%, doc/calibration.md#bandwidth-and-bdp).
 pub const RCVBUF_PER_BDP: f64 = 2.0;
 /// Bytes received over the interval before a flow counts as "receiving" for the host check.
 pub const RECEIVING_BYTES: u64 = 65_536;
@@ -52,27 +59,65 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         return None;
     }
     let wnd_now = i.snd_wnd()?;
-    let wnd = wnd_now.max(flow.info0()?.snd_wnd()?);
+    let wnd = flow.snd_wnd_max()?;
     if wnd == 0 || wnd_now == 0 {
         return None; // a zero window is R3
     }
     let rwnd_share = flow.rwnd_share().unwrap_or(0.0);
-    let inflight = flow.inflight()?;
-    if rwnd_share < RWND_SHARE && (inflight as f64) < WINDOW_FULL * f64::from(wnd) {
+    let full = flow.window_full_in_either(WINDOW_FULL);
+    if rwnd_share < RWND_SHARE && !full {
         return None;
     }
-    let r_us = flow.min_rtt_us()?;
+    // A sender whose queue escaped its small buffer fills any window in bursts, then drains:
+    // its buffer is the cause (R1), unless the kernel itself counted window-limited time.
+    if rwnd_share < RWND_SHARE && send_buffer::escaped(flow) {
+        return None;
+    }
+    let r_us = flow.rtt_seen_us()?;
+    let min_us = flow.min_rtt_us().unwrap_or(r_us);
     let r = f64::from(r_us) / 1e6;
     let ceiling = f64::from(wnd) / r;
     let goodput = flow.goodput()?;
     if goodput < CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
         return None;
     }
+    let inflight = flow.inflight()?;
+    let mut why = vec![];
+    if rwnd_share >= RWND_SHARE {
+        why.push(format!(
+            "the kernel counted {:.0}% of its busy time as limited by the peer's window",
+            rwnd_share * 100.0
+        ));
+    }
+    if full {
+        why.push(format!(
+            "its flight filled the peer's window ({} advertised)",
+            fmt::bytes(f64::from(wnd))
+        ));
+    }
+    why.push(format!(
+        "it moved {:.2} windows per round trip of {} (srtt{})",
+        goodput * r / f64::from(wnd),
+        fmt::duration_us(r_us),
+        if r_us > min_us + min_us / 5 {
+            format!(
+                ", min RTT {}: queueing on the path",
+                fmt::duration_us(min_us)
+            )
+        } else {
+            String::new()
+        }
+    ));
+    let level = if rwnd_share >= RWND_SHARE && full && goodput >= 0.7 * ceiling {
+        Certainty::High
+    } else {
+        Certainty::Medium
+    };
     let options = i.options()?;
     let wscale_ok = options & opt::WSCALE != 0;
     let snd_wscale = if wscale_ok { i.snd_wscale() } else { None };
     let bw = bandwidth_beyond(flow, ctx, ceiling);
-    let bdp = bw.map(|(b, _)| b * r);
+    let bdp = bw.map(|(b, _)| b * f64::from(min_us) / 1e6);
 
     let (rule, cause) = if !wscale_ok && wnd <= MAX_UNSCALED_WINDOW {
         (
@@ -89,13 +134,16 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
 
     let mut ev = Evidence::default();
     flow.common_evidence(&mut ev);
-    ev.int("snd_wnd_bytes", u64::from(wnd))
+    ev.int("rtt_seen_us", u64::from(r_us))
+        .int("snd_wnd_bytes", u64::from(wnd))
         .put("wscale_negotiated", Some(Value::from(wscale_ok)))
         .int("snd_wscale", snd_wscale.map(u64::from))
         .num("ceiling_bytes_per_sec", ceiling)
         .num("goodput_bytes_per_sec", goodput)
+        .num("ceiling_match", goodput / ceiling)
         .num("busy_share", flow.busy_share())
         .num("rwnd_limited_share", rwnd_share)
+        .put("window_full", Some(Value::from(full)))
         .int("inflight_bytes", inflight)
         .text("cause", cause);
     if let Some((b, src)) = bw {
@@ -120,24 +168,35 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         ),
         _ => String::new(),
     };
+    let rtt_text = if r_us > min_us + min_us / 5 {
+        format!(
+            "{} (srtt; the path's min RTT is {}, the rest is queueing)",
+            fmt::duration_us(r_us),
+            fmt::duration_us(min_us)
+        )
+    } else {
+        fmt::duration_us(r_us).to_string()
+    };
+    let pct = 100.0 * goodput / ceiling;
     let (summary, advice) = match cause {
         "window-scaling-not-negotiated" => {
             let local_on = ctx.sysctls.tcp_window_scaling != Some(0);
             (
                 format!(
-                    "{conn}{who}: window scaling was not negotiated, so the peer's window is \
-                     capped at 64 KiB ({wnd} bytes now): ceiling {wnd} / {} = {}, sending at {}",
-                    fmt::duration_us(r_us),
+                    "{conn}{who}: sending at {}, {pct:.0}% of what the peer's window allows: \
+                     window scaling was not negotiated, so the window is capped at 64 KiB \
+                     ({wnd} bytes) per round trip of {rtt_text}, a ceiling of {}",
+                    fmt::rate(goodput),
                     fmt::rate(ceiling),
-                    fmt::rate(goodput)
                 ),
                 if local_on {
                     format!(
-                        "Window scaling is on here (net.ipv4.tcp_window_scaling=1), so the peer \
-                         or a middlebox in front of it (a load balancer such as LVS, a proxy, a \
-                         firewall) dropped the window-scale option from the SYN/SYN-ACK. Enable \
-                         window scaling on the peer or proxy (net.ipv4.tcp_window_scaling=1) and \
-                         make sure the option passes; capture the handshake to confirm.{need}"
+                        "Fix it on the peer's side: window scaling is on here \
+                         (net.ipv4.tcp_window_scaling=1), so the peer or a middlebox in front of \
+                         it (a load balancer such as LVS, a proxy, a firewall) dropped the \
+                         window-scale option from the SYN/SYN-ACK. Enable window scaling there \
+                         (sysctl -w net.ipv4.tcp_window_scaling=1) and make sure the option \
+                         passes; capture the handshake to confirm.{need}"
                     )
                 } else {
                     format!(
@@ -149,46 +208,48 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         }
         "peer-receive-buffer-fixed" => (
             format!(
-                "{conn}{who}: limited by the peer's receive window, {} (shift {}): the peer fixed \
-                 its receive buffer before the handshake; ceiling {} at min RTT {}, sending at {}",
+                "{conn}{who}: sending at {}, {pct:.0}% of what the peer's receive window allows: \
+                 {} (window scale {}: the peer fixed its receive buffer before the handshake) per \
+                 round trip of {rtt_text} is a ceiling of {}",
+                fmt::rate(goodput),
                 fmt::bytes(f64::from(wnd)),
                 snd_wscale.unwrap_or(0),
                 fmt::rate(ceiling),
-                fmt::duration_us(r_us),
-                fmt::rate(goodput)
             ),
             format!(
-                "The peer application set a small SO_RCVBUF (about {} bytes) before listen() or \
-                 connect(), which also fixed its window scale. Remove that setsockopt on the peer \
-                 so receive autotuning applies, or set SO_RCVBUF to at least the BDP before \
-                 listen().{need}",
+                "Fix it on the peer's side: its application set a small SO_RCVBUF (about {} \
+                 bytes) before listen() or connect(), which also fixed its window scale. Remove \
+                 that setsockopt(SO_RCVBUF) so receive autotuning applies, or set SO_RCVBUF to \
+                 at least the BDP before listen().{need}",
                 wnd
             ),
         ),
         _ => (
             format!(
-                "{conn}{who}: limited by the peer's receive window, {}: ceiling {} at min RTT {}, \
-                 sending at {}",
+                "{conn}{who}: sending at {}, {pct:.0}% of what the peer's receive window allows: \
+                 {} per round trip of {rtt_text} is a ceiling of {}",
+                fmt::rate(goodput),
                 fmt::bytes(f64::from(wnd)),
                 fmt::rate(ceiling),
-                fmt::duration_us(r_us),
-                fmt::rate(goodput)
             ),
             format!(
-                "The peer advertises less than this path needs: it reads slowly or uses small \
-                 buffers. Check the peer's net.ipv4.tcp_rmem max and net.core.rmem_max, and \
-                 whether its application reads promptly.{need}"
+                "Fix it on the peer's side: it advertises less than this path needs, because it \
+                 set a small SO_RCVBUF after the handshake, reads slowly, or has small buffers. \
+                 Check its setsockopt(SO_RCVBUF), net.ipv4.tcp_rmem max and net.core.rmem_max, \
+                 and whether its application reads promptly.{need}"
             ),
         ),
     };
     Some(Finding {
         zone: None,
         rule,
-        severity: cap_severity(ceiling, r_us, ctx),
+        severity: cap_severity(ceiling, min_us, ctx),
         socket: Some(flow.socket_ref()),
         summary,
         evidence: ev,
         advice,
+        count: Some(1),
+        confidence: Confidence::new(level, why),
     })
 }
 
@@ -210,6 +271,8 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .into(),
             evidence: ev,
             advice: "sysctl -w net.ipv4.tcp_window_scaling=1 (applies to new connections)".into(),
+            count: None,
+            confidence: Confidence::counted("net.ipv4.tcp_window_scaling reads 0 here"),
         });
     }
     // The receive side of this host: only with the operator's bandwidth (a receiver cannot
@@ -253,6 +316,10 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 ),
                 evidence: ev,
                 advice: format!("sysctl -w net.ipv4.tcp_rmem=\"{} {} {target}\"", m[0], m[1]),
+                count: None,
+                confidence: Confidence::counted(
+                    "net.ipv4.tcp_rmem is read; the BDP is --bandwidth times the flow's RTT",
+                ),
             });
         }
     }
@@ -294,8 +361,9 @@ mod tests {
         let f = run(vec![s0], vec![s1], &ctx());
         let f = only(f, RuleId::WindowScalingMissing);
         assert_eq!(f.len(), 1, "{f:#?}");
+        // The ceiling at the RTT the flow saw (srtt 21 ms), not min_rtt.
         let c = ev(&f[0], "ceiling_bytes_per_sec");
-        assert!((c - 65535.0 / 0.0202).abs() < 2.0);
+        assert!((c - 65535.0 / 0.021).abs() < 2.0, "{c}");
         assert!(f[0].advice.contains("middlebox"), "{}", f[0].advice);
     }
 
@@ -336,8 +404,8 @@ mod tests {
             RuleId::ReceiveWindowLimited
         )
         .is_empty());
-        // Goodput exactly at 60% of the ceiling fires; below does not.
-        let at = (0.6 * 200_000.0 / 0.0202f64).ceil() as u64;
+        // Goodput exactly at half the ceiling (at srtt 21 ms) fires; below does not.
+        let at = (CEILING_MATCH * 200_000.0 / 0.021f64).ceil() as u64;
         let (s0, s1) = flow(b.clone(), 200_000, 300_000, at);
         assert_eq!(
             only(
@@ -353,6 +421,43 @@ mod tests {
             RuleId::ReceiveWindowLimited
         )
         .is_empty());
+    }
+
+    /// Matrix `rcvbuf-50ms-1bulk`: an 80 KiB window behind a queue shared with a bulk flow;
+    /// srtt 117 ms against a 50.6 ms min RTT, 0.61 MB/s: 0.87 windows per srtt but only 0.38
+    /// per min RTT, which the min_rtt ceiling missed. BBR counted 2% rwnd-limited time; the
+    /// flight filled the window in one sample.
+    #[test]
+    fn behind_a_shared_queue_the_window_is_judged_at_the_rtt_seen() {
+        let b = TcpBuilder::new()
+            .with_wscale(1, 10)
+            .min_rtt(50_600)
+            .cwnd(80)
+            .snd_wnd(81_920);
+        let s0 = b
+            .clone()
+            .rtt(115_000, 5_000)
+            .unacked(44)
+            .chrono(0, 0, 0)
+            .build(9);
+        let s1 = b
+            .rtt(119_000, 5_000)
+            .unacked(52)
+            .bytes_acked(610_000)
+            .chrono(1_000_000, 20_000, 0)
+            .build(9);
+        let f = only(
+            run(vec![s0], vec![s1], &ctx()),
+            RuleId::ReceiveWindowLimited,
+        );
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(ev(&f[0], "rtt_seen_us"), 117_000.0);
+        assert_eq!(f[0].confidence.level, Certainty::Medium);
+        assert!(
+            f[0].advice.starts_with("Fix it on the peer's side"),
+            "{}",
+            f[0].advice
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! Case: seed 001's zero-window section (a receiver that never reads; the sender's probes go
 //! unanswered and after ~tcp_retries2 probes the kernel aborts), reproduced in
-//! research/kernel.md §3.2 experiment F: sender `snd_wnd = 0`, timer 4 (persist), backoff 3-6;
+//! doc/calibration.md experiment F: sender `snd_wnd = 0`, timer 4 (persist), backoff 3-6;
 //! receiver Recv-Q 90800 with rb 131072, rcv_wnd 0, skmem `d` growing.
 //!
 //! Sender side: `snd_wnd == 0`, persist timer, backoff >= 1. Receiver side: Recv-Q > 0 in both
@@ -105,6 +105,10 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         summary,
         evidence: ev,
         advice,
+        count: Some(1),
+        confidence: Confidence::counted(
+            "the peer advertises a zero window and the persist timer is probing it",
+        ),
     })
 }
 
@@ -181,14 +185,19 @@ fn receiver_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         ),
         evidence: ev,
         advice: format!(
-            "Make {reader} read its socket (is it blocked, busy, or did it forget this fd?). \
-             While it does not, the sender is stalled on zero-window probes{}.",
+            "Fix it on this side: make {reader} read its socket (is it blocked, busy, or did it \
+             forget this fd?). While it does not, the sender is stalled on zero-window probes{}.",
             if dropping {
                 " and arriving data is being dropped"
             } else {
                 ""
             }
         ),
+        count: Some(1),
+        confidence: Confidence::counted(format!(
+            "{q1} bytes sat unread in Recv-Q at both samples and the application read nothing \
+             in between"
+        )),
     })
 }
 

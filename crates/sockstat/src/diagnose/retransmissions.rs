@@ -1,14 +1,22 @@
 //! R10, `retransmissions`: a lossy path, RTO recovery, a black-holed connection, or SYNs that
 //! go unanswered.
 //!
-//! Case: seed 003's 1.1 s and 3.4 s connect outliers (SYN retransmits at the 1 s initial RTO,
-//! `TCP_TIMEOUT_INIT`) and research/kernel.md §3.3 R10. Per connection: consecutive RTOs or the
-//! Loss state, exponential backoff with the retransmit timer on, RTO events over the interval,
-//! and the share of bytes retransmitted (4.19+ `bytes_retrans / bytes_sent`). Namespace:
-//! connections aborted after their retries (TCPAbortOnTimeout).
+//! Case: doc/seeds.md#seed-003: seed 003's 1.1 s and 3.4 s connect outliers (SYN
+//! retransmits at the 1 s initial RTO, `TCP_TIMEOUT_INIT`) and loss in general
+//! (doc/calibration.md#r10-retransmissions). Per connection: consecutive RTOs or the Loss state,
+//! exponential backoff with the retransmit timer on, RTO events over the interval, and the share
+//! of bytes retransmitted (4.19+ `bytes_retrans / bytes_sent`); per connect() in progress, its
+//! SYN retransmissions. Namespace: connections aborted after their retries (TCPAbortOnTimeout).
+//!
+//! **One cause, one finding.** Connections to the same remote address that are in trouble at
+//! once share its cause (a listener that drops handshakes, a lossy bottleneck): they are one
+//! finding that counts them (`count`), names their ports and keeps the worst numbers. Thirty
+//! clients of an overflowing listener are one finding, not thirty.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use super::*;
-use send_buffer::owner_text;
 
 /// Retransmitted share of the bytes sent over the interval that warns (a lossy path).
 pub const LOSS_WARNING: f64 = 0.01;
@@ -23,15 +31,39 @@ pub const BLACKHOLE_BACKOFF: u8 = 3;
 pub const TIMER_RETRANSMIT: u8 = 1;
 /// `tcpi_ca_state` Loss.
 pub const CA_LOSS: u8 = 4;
+/// The first SYN timeout, seconds (`TCP_TIMEOUT_INIT`).
+pub const SYN_TIMEOUT_INIT_S: u64 = 1;
+/// The largest retransmission timeout, seconds (`TCP_RTO_MAX`).
+pub const RTO_MAX_S: u64 = 120;
+
+/// One connection (or connect()) in trouble, before grouping.
+struct Trouble<'a> {
+    socket: &'a Socket,
+    severity: Severity,
+    /// What happened, in a few words ("in RTO recovery now", "3.2% of the bytes resent").
+    what: Vec<String>,
+    /// A connect() whose SYN was retransmitted: (retransmissions, seconds waited so far).
+    syn: Option<(u8, f64)>,
+    /// The retransmitted share of the bytes sent, when judged.
+    loss: Option<f64>,
+    /// Consecutive RTOs or Loss state, or backoff (black hole).
+    rto: bool,
+    /// The backoff when it looks black-holed.
+    blackhole: Option<u8>,
+    /// Every retransmission came back as a duplicate: the path delayed, it did not lose.
+    spurious: bool,
+    /// Nothing it sent was ever acknowledged (a "ghost" connection whose handshake the server
+    /// dropped, or a peer that vanished at once).
+    never_acked: bool,
+    /// The per-connection evidence (used when the group has one member).
+    evidence: Evidence,
+}
 
 /// Runs R10.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let mut out: Vec<Finding> = input
-        .flows
-        .iter()
-        .filter_map(|f| flow_check(f, input))
-        .collect();
+    let mut troubles: Vec<Trouble<'_>> = input.flows.iter().filter_map(flow_check).collect();
     let snap = &input.after.snapshot;
+    let linear = input.ctx.sysctls.tcp_syn_linear_timeouts.unwrap_or(0);
     for s in &snap.sockets {
         if s.proto != Proto::Tcp || s.state != State::SynSent {
             continue;
@@ -39,35 +71,48 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         let Some(t) = s.timer.filter(|t| t.retrans >= 1) else {
             continue;
         };
+        let waited = syn_waited_s(t.retrans, linear, t.expires_ms);
         let mut ev = Evidence::default();
         ev.int("syn_retransmits", u64::from(t.retrans))
             .int("timer_expires_ms", u64::from(t.expires_ms))
+            .num("waited_s", waited)
+            .int("waited_at_least_s", syn_wait_s(t.retrans, linear))
+            .int(
+                "tcp_syn_linear_timeouts",
+                input.ctx.sysctls.tcp_syn_linear_timeouts,
+            )
             .int(
                 "syn_retrans_delta",
                 input.counter_delta("TcpExt", "TCPSynRetrans"),
             );
-        // 1 s, then doubling up to the kernel's 120 s cap (TCP_RTO_MAX): the connect has
-        // waited at least 1 + 2 + ... seconds.
-        let waited = syn_wait_s(t.retrans);
-        ev.int("waited_at_least_s", waited);
-        out.push(Finding {
-            zone: None,
-            rule: RuleId::Retransmissions,
+        troubles.push(Trouble {
+            socket: s,
             severity: Severity::Warning,
-            socket: Some(SocketRef::of(s, snap)),
-            summary: format!(
-                "{}: connect() has sent its SYN {} times and waited at least {waited} s: SYNs are \
-                 unanswered",
-                fmt::connection(s),
+            what: vec![format!(
+                "connect() has sent its SYN {} times over {waited:.1} s without an answer",
                 u32::from(t.retrans) + 1
-            ),
+            )],
+            syn: Some((t.retrans, waited)),
+            loss: None,
+            rto: false,
+            blackhole: None,
+            spurious: false,
+            never_acked: true,
             evidence: ev,
-            advice: "The server dropped the SYN (listen queue full, a SYN for a tuple still in \
-                     TIME-WAIT there, a firewall) or the path does: check the server with \
-                     sockstat diagnose (listen-overflow, timewait-syn-rejected)."
-                .into(),
         });
     }
+    let mut groups: BTreeMap<Option<IpAddr>, Vec<Trouble<'_>>> = BTreeMap::new();
+    for t in troubles {
+        let key = match &t.socket.remote {
+            Some(Endpoint::Inet { addr, .. }) => Some(*addr),
+            _ => None,
+        };
+        groups.entry(key).or_default().push(t);
+    }
+    let mut out: Vec<Finding> = groups
+        .into_values()
+        .map(|g| group_finding(g, snap, input))
+        .collect();
     if let Some(d) = input
         .counter_delta("TcpExt", "TCPAbortOnTimeout")
         .filter(|&d| d > 0)
@@ -98,24 +143,41 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
                      that never reopened its window). Look for receiver-not-reading and \
                      retransmission findings on the affected connections."
                 .into(),
+            count: Some(d),
+            confidence: Confidence::counted("the kernel counted the aborted connections"),
         });
     }
     out
 }
 
-/// Seconds a connect() has waited after `retrans` SYN retransmissions: the first timeout is
-/// 1 s (TCP_TIMEOUT_INIT), each next one doubles, none exceeds 120 s (TCP_RTO_MAX). A count
-/// above 63 (`tcp_syn_retries` goes up to 127) must neither overflow nor wrap.
-fn syn_wait_s(retrans: u8) -> u64 {
-    (0..u32::from(retrans))
-        .map(|k| (1u64 << k.min(7)).min(120))
+/// The timeout before SYN retransmission `k` (1-based): `TCP_TIMEOUT_INIT`, kept for the first
+/// `linear` retransmissions (`net.ipv4.tcp_syn_linear_timeouts`, 6.13+, 4 by default), then
+/// doubling, never above `TCP_RTO_MAX` (`tcp_retransmit_timer`, net/ipv4/tcp_timer.c: the RTO
+/// doubles once the connection's RTO count exceeds the sysctl).
+fn syn_timeout_s(k: u32, linear: u64) -> u64 {
+    let doublings = u64::from(k.saturating_sub(1)).saturating_sub(linear);
+    (SYN_TIMEOUT_INIT_S << doublings.min(7)).min(RTO_MAX_S)
+}
+
+/// Seconds a connect() has waited by its `retrans`-th SYN retransmission. A count above 63
+/// (`tcp_syn_retries` goes up to 127) must neither overflow nor wrap.
+fn syn_wait_s(retrans: u8, linear: u64) -> u64 {
+    (1..=u32::from(retrans))
+        .map(|k| syn_timeout_s(k, linear))
         .sum()
 }
 
-fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
+/// Seconds a connect() has waited: to its last retransmission, plus the part of the next
+/// timeout already run (the timer says how much is left).
+fn syn_waited_s(retrans: u8, linear: u64, expires_ms: u32) -> f64 {
+    let next = syn_timeout_s(u32::from(retrans) + 1, linear) as f64;
+    let run = (next - f64::from(expires_ms) / 1000.0).clamp(0.0, next);
+    syn_wait_s(retrans, linear) as f64 + run
+}
+
+fn flow_check<'a>(flow: &Flow<'a>) -> Option<Trouble<'a>> {
     let i = flow.info()?;
-    let _ = input;
-    // A handshake in progress is judged by the SYN-SENT check below, not as a connection.
+    // A handshake in progress is judged by the SYN-SENT check, not as a connection.
     if matches!(flow.after.state, State::SynSent | State::SynRecv) {
         return None;
     }
@@ -127,10 +189,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let rto_time = flow.d(TcpInfo::total_rto_time_ms);
     let sent = flow.d(TcpInfo::bytes_sent);
     let retrans = flow.d(TcpInfo::bytes_retrans);
-    let loss = match (sent, retrans) {
-        (Some(s), Some(r)) if s >= MIN_BYTES_SENT => Some(r as f64 / s as f64),
-        _ => None,
-    };
+    let loss = flow.retrans_share(MIN_BYTES_SENT);
     let lossy = loss.is_some_and(|l| l >= LOSS_WARNING);
     if !(in_rto || blackhole || rtos.is_some() || lossy) {
         return None;
@@ -187,34 +246,217 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             i.backoff().unwrap_or(0)
         ));
     } else if in_rto {
-        what.push("in RTO recovery now".into());
+        what.push(format!(
+            "in RTO recovery now (RTO {})",
+            fmt::duration_us(i.rto_us().unwrap_or(0))
+        ));
     }
-    let spurious = match (flow.d(TcpInfo::dsack_dups), flow.d(|t| t.total_retrans())) {
-        (Some(d), Some(r)) if r > 0 && d * 2 >= r => {
-            " Many retransmissions were spurious (D-SACKs): reordering or delay spikes rather \
+    let spurious = matches!(
+        (flow.d(TcpInfo::dsack_dups), flow.d(|t| t.total_retrans())),
+        (Some(d), Some(r)) if r > 0 && d * 2 >= r
+    );
+    Some(Trouble {
+        socket: flow.after,
+        severity,
+        what,
+        syn: None,
+        loss: loss.filter(|_| lossy),
+        rto: in_rto || rtos.is_some(),
+        blackhole: blackhole.then(|| i.backoff().unwrap_or(0)),
+        spurious,
+        never_acked: i.bytes_acked().is_some_and(|b| b <= 1),
+        evidence: ev,
+    })
+}
+
+/// One finding for the connections in trouble towards one remote address.
+fn group_finding(mut g: Vec<Trouble<'_>>, snap: &Snapshot, input: &Input<'_>) -> Finding {
+    g.sort_by_key(|t| std::cmp::Reverse(t.severity));
+    let severity = g[0].severity;
+    let syns: Vec<&Trouble<'_>> = g.iter().filter(|t| t.syn.is_some()).collect();
+    let lossy: Vec<&Trouble<'_>> = g.iter().filter(|t| t.loss.is_some()).collect();
+    let rto = g.iter().filter(|t| t.rto || t.blackhole.is_some()).count();
+    let spurious = g.iter().any(|t| t.spurious);
+    let ghosts = g.iter().any(|t| t.never_acked);
+    let acked_rto = g
+        .iter()
+        .any(|t| (t.rto || t.blackhole.is_some()) && !t.never_acked);
+    let mut advice = vec![];
+    if ghosts {
+        advice.push(
+            "The server dropped the handshakes or requests (its listen queue is full, a SYN \
+             for a tuple still in TIME-WAIT there, a firewall) or the path does: run sockstat \
+             diagnose on the server (listen-overflow, timewait-syn-rejected)."
+                .to_string(),
+        );
+    }
+    if !lossy.is_empty() || acked_rto {
+        advice.push(
+            "The path loses packets: check interface errors and drops along it (ip -s link, \
+             switch counters), a policer or a full queue shared with other traffic; bbr copes \
+             better with random loss than cubic."
+                .to_string(),
+        );
+    }
+    if spurious {
+        advice.push(
+            "Many retransmissions were spurious (D-SACKs): reordering or delay spikes rather \
              than loss."
-        }
-        _ => "",
+                .to_string(),
+        );
+    }
+    let mut why = vec![];
+    if !syns.is_empty() {
+        why.push(format!(
+            "{} connect()s had their SYN retransmitted by the kernel (SYN_SENT, retransmit \
+             timer)",
+            syns.len()
+        ));
+    }
+    if rto > 0 {
+        why.push(format!(
+            "{rto} connections were in retransmission-timeout recovery"
+        ));
+    }
+    if !lossy.is_empty() {
+        why.push(format!(
+            "{} connections resent at least {:.0}% of what they sent over the interval",
+            lossy.len(),
+            LOSS_WARNING * 100.0
+        ));
+    }
+    let confidence = Confidence::counted(why.join("; "));
+    if g.len() == 1 {
+        let t = g
+            .pop()
+            .unwrap_or_else(|| unreachable!("a group has a member"));
+        let who = owner_of(t.socket, snap);
+        return Finding {
+            zone: None,
+            rule: RuleId::Retransmissions,
+            severity,
+            socket: Some(SocketRef::of(t.socket, snap)),
+            summary: format!("{}{who}: {}", fmt::connection(t.socket), t.what.join("; ")),
+            evidence: t.evidence,
+            advice: advice.join(" "),
+            count: Some(1),
+            confidence,
+        };
+    }
+    let remote = g[0].socket.remote.as_ref();
+    let addr = match remote {
+        Some(Endpoint::Inet { addr, .. }) => addr.to_string(),
+        _ => "?".into(),
     };
-    Some(Finding {
+    let mut ports: Vec<u64> = g
+        .iter()
+        .filter_map(|t| match &t.socket.remote {
+            Some(Endpoint::Inet { port, .. }) => Some(u64::from(*port)),
+            _ => None,
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let waited = syns
+        .iter()
+        .filter_map(|t| t.syn.map(|(_, w)| w))
+        .fold(0.0f64, f64::max);
+    let max_syn = syns.iter().filter_map(|t| t.syn.map(|(r, _)| r)).max();
+    let worst_loss = lossy.iter().filter_map(|t| t.loss).fold(0.0f64, f64::max);
+    let mut ev = Evidence::default();
+    ev.num("interval_s", input.ctx.interval_s)
+        .text("remote_address", addr.clone())
+        .put(
+            "remote_ports",
+            Some(Value::from(
+                ports.iter().map(|p| Value::from(*p)).collect::<Vec<_>>(),
+            )),
+        )
+        .int("connections", g.len() as u64)
+        .int("syn_sent", syns.len() as u64)
+        .int("in_rto_recovery", rto as u64)
+        .int("lossy", lossy.len() as u64)
+        .int("max_syn_retransmits", max_syn.map(u64::from))
+        .num("max_waited_s", (!syns.is_empty()).then_some(waited))
+        .num(
+            "max_retrans_share",
+            (!lossy.is_empty()).then_some(worst_loss),
+        )
+        .int(
+            "tcp_syn_linear_timeouts",
+            input.ctx.sysctls.tcp_syn_linear_timeouts,
+        )
+        .int(
+            "syn_retrans_delta",
+            input.counter_delta("TcpExt", "TCPSynRetrans"),
+        )
+        .put(
+            "connections_list",
+            Some(Value::from(
+                g.iter()
+                    .map(|t| {
+                        Value::from(format!(
+                            "{}: {}",
+                            fmt::connection(t.socket),
+                            t.what.join("; ")
+                        ))
+                    })
+                    .collect::<Vec<_>>(),
+            )),
+        );
+    let ports_text = match ports.as_slice() {
+        [p] => format!("port {p}"),
+        ps => format!(
+            "ports {}",
+            ps.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let mut parts = vec![];
+    if !syns.is_empty() {
+        parts.push(format!(
+            "{} connect()s get no answer to their SYNs (up to {} retransmissions over {waited:.1} s)",
+            syns.len(),
+            max_syn.unwrap_or(0)
+        ));
+    }
+    if rto > 0 {
+        parts.push(format!(
+            "{rto} connections are in retransmission-timeout recovery"
+        ));
+    }
+    if !lossy.is_empty() {
+        parts.push(format!(
+            "{} connections resend up to {:.1}% of what they send",
+            lossy.len(),
+            worst_loss * 100.0
+        ));
+    }
+    Finding {
         zone: None,
         rule: RuleId::Retransmissions,
         severity,
-        socket: Some(flow.socket_ref()),
+        socket: None,
         summary: format!(
-            "{}{}: {} (RTO {})",
-            fmt::connection(flow.after),
-            owner_text(flow),
-            what.join("; "),
-            fmt::duration_us(i.rto_us().unwrap_or(0))
+            "{} connections to {addr} ({ports_text}) share one problem: {}",
+            g.len(),
+            parts.join("; ")
         ),
         evidence: ev,
-        advice: format!(
-            "The path loses packets: check interface errors and drops along it (ip -s link, \
-             switch counters), a policer or a full queue; congestion control bbr copes better with \
-             random loss than cubic.{spurious}"
-        ),
-    })
+        advice: advice.join(" "),
+        count: Some(g.len() as u64),
+        confidence,
+    }
+}
+
+/// ` (pid 1234 cmd)` for a socket's first holder, else empty.
+fn owner_of(s: &Socket, snap: &Snapshot) -> String {
+    match SocketRef::of(s, snap).owners.first() {
+        Some(o) => match &o.command {
+            Some(c) => format!(" (pid {} {})", o.pid, c),
+            None => format!(" (pid {})", o.pid),
+        },
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -289,10 +531,17 @@ mod tests {
 
     #[test]
     fn syn_sent_retrying() {
+        // Two retransmissions with linear timeouts (4 here): 1 s + 1 s, and the third timeout
+        // (1 s) has 400 ms left: 2.6 s waited.
         let s = TcpBuilder::new().state(State::SynSent).timer(1, 2).build(1);
+        let mut s = s;
+        if let Some(t) = s.timer.as_mut() {
+            t.expires_ms = 400;
+        }
         let f = run(vec![], vec![s], &ctx());
         assert_eq!(f.len(), 1);
-        assert_eq!(ev(&f[0], "waited_at_least_s"), 3.0);
+        assert_eq!(ev(&f[0], "waited_at_least_s"), 2.0);
+        assert_eq!(ev(&f[0], "waited_s"), 2.6);
         // Seen in both samples (tcp_info with retransmits 2, no RTT sample): still one finding.
         let b = TcpBuilder::new()
             .state(State::SynSent)
@@ -303,22 +552,96 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:#?}");
     }
 
+    /// The issue-13 case: a connect retried 5 times in about 6 s was said to have "waited at
+    /// least 31 s" (doubling from 1 s); with net.ipv4.tcp_syn_linear_timeouts = 4 the first
+    /// five timeouts are 1 s each.
+    #[test]
+    fn syn_wait_follows_the_linear_timeouts() {
+        assert_eq!(syn_wait_s(5, 4), 5);
+        assert_eq!(syn_wait_s(6, 4), 7);
+        assert_eq!(syn_wait_s(7, 4), 11);
+        assert_eq!(syn_wait_s(5, 0), 31);
+        // Without the sysctl (older kernels) the classic doubling.
+        let s = TcpBuilder::new().state(State::SynSent).timer(1, 5).build(1);
+        let mut c = ctx();
+        c.sysctls.tcp_syn_linear_timeouts = None;
+        assert_eq!(
+            ev(&run(vec![], vec![s.clone()], &c)[0], "waited_at_least_s"),
+            31.0
+        );
+        assert_eq!(
+            ev(&run(vec![], vec![s], &ctx())[0], "waited_at_least_s"),
+            5.0
+        );
+    }
+
+    /// Thirty clients of one overflowing listener: one finding with a count, not thirty.
+    #[test]
+    fn connections_to_one_address_in_trouble_are_one_finding() {
+        let mut after = vec![];
+        for i in 0..25u16 {
+            after.push(
+                TcpBuilder::new()
+                    .state(State::SynSent)
+                    .timer(1, 3)
+                    .local(&format!("192.0.2.1:{}", 40000 + i))
+                    .build(u64::from(i) + 1),
+            );
+        }
+        // Five "ghost" connections the client believes established, retransmitting a request.
+        let ghost = |i: u16| {
+            TcpBuilder::new()
+                .retransmits(2)
+                .local(&format!("192.0.2.1:{}", 41000 + i))
+        };
+        let before: Vec<Socket> = (0..5).map(|i| ghost(i).build(100 + u64::from(i))).collect();
+        after.extend((0..5).map(|i| ghost(i).build(100 + u64::from(i))));
+        let f = only(run(before, after, &ctx()), RuleId::Retransmissions);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].count, Some(30));
+        assert!(f[0].socket.is_none());
+        assert_eq!(ev(&f[0], "syn_sent"), 25.0);
+        assert_eq!(ev(&f[0], "in_rto_recovery"), 5.0);
+        assert_eq!(
+            f[0].evidence.get("remote_ports"),
+            Some(&Value::from(vec![5001]))
+        );
+        assert!(f[0]
+            .summary
+            .starts_with("30 connections to 198.51.100.2 (port 5001)"));
+        assert!(f[0].advice.contains("listen-overflow"), "{}", f[0].advice);
+        // Another destination is another finding.
+        let other = TcpBuilder::new()
+            .state(State::SynSent)
+            .timer(1, 1)
+            .remote(Some("203.0.113.9:443"))
+            .build(999);
+        let f = only(run(vec![], vec![other], &ctx()), RuleId::Retransmissions);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].count, Some(1));
+        assert!(f[0].socket.is_some());
+    }
+
     /// Found by the `listing` fuzz target: a SYN_SENT socket whose timer reported 64 or more
     /// retransmissions (possible: `tcp_syn_retries` goes up to 127) shifted `1u64` past its
     /// width, a panic in a debug build and a wrapped, meaningless wait in a release one. The
-    /// wait now follows the kernel's doubling to its 120 s cap.
+    /// wait now follows the kernel's timeouts to their 120 s cap.
     #[test]
     fn a_syn_retransmitted_past_64_times_has_a_capped_wait_not_an_overflow() {
-        assert_eq!(syn_wait_s(0), 0);
-        assert_eq!(syn_wait_s(6), 63); // the default tcp_syn_retries: 1 + 2 + ... + 32
-        assert_eq!(syn_wait_s(8), 127 + 120); // the 8th timeout is capped: 128 -> 120
-        assert_eq!(syn_wait_s(127), 127 + 120 * 120);
-        assert_eq!(syn_wait_s(255), 127 + 120 * 248);
+        assert_eq!(syn_wait_s(0, 0), 0);
+        assert_eq!(syn_wait_s(6, 0), 63); // the default tcp_syn_retries: 1 + 2 + ... + 32
+        assert_eq!(syn_wait_s(8, 0), 127 + 120); // the 8th timeout is capped: 128 -> 120
+        assert_eq!(syn_wait_s(127, 0), 127 + 120 * 120);
+        assert_eq!(syn_wait_s(255, 0), 127 + 120 * 248);
+        assert_eq!(syn_wait_s(255, 255), 255);
+        assert_eq!(syn_wait_s(255, u64::MAX), 255);
         let s = TcpBuilder::new()
             .state(State::SynSent)
             .timer(1, 200)
             .build(1);
-        let f = run(vec![], vec![s], &ctx());
+        let mut c = ctx();
+        c.sysctls.tcp_syn_linear_timeouts = Some(0);
+        let f = run(vec![], vec![s], &c);
         assert_eq!(f.len(), 1);
         assert_eq!(ev(&f[0], "waited_at_least_s"), (127 + 120 * 193) as f64);
     }

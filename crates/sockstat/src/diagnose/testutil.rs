@@ -202,6 +202,18 @@ impl TcpBuilder {
         }
         self
     }
+    /// Bytes charged to the send queue (`skmem w`).
+    pub fn queued(mut self, w: u32) -> Self {
+        if let Some(m) = &mut self.memory {
+            m.wmem_queued_bytes = w;
+        }
+        self
+    }
+    /// The receiver's RTT estimate (`tcpi_rcv_rtt`, µs).
+    pub fn rcv_rtt(mut self, us: u32) -> Self {
+        self.u32(92, us);
+        self
+    }
     pub fn drops(mut self, d: u32) -> Self {
         if let Some(m) = &mut self.memory {
             m.drops = Some(d);

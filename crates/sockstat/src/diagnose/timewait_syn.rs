@@ -66,6 +66,11 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         summary: f.message.clone(),
         evidence: ev,
         advice: f.advice.clone().unwrap_or_default(),
+        count: None,
+        confidence: Confidence::counted(
+            "the kernel counted the SYNs it refused for TIME-WAIT tuples (PAWSTimewait, \
+             TCPACKSkippedTimeWait)",
+        ),
     }]
 }
 

@@ -3,65 +3,25 @@
 //! names inside summaries and advice) is sanitized before it reaches a terminal.
 //!
 //! JSON (schema in doc/diagnose.schema.json, version 1):
-//! `{"version":1,"interval_s":1.0,"connections":N,"findings":[{"rule","severity","socket",
-//! "summary","evidence","advice"}],"warnings":[...]}`; `socket` is null for host findings.
+//! `{"version":1,"interval_s":1.0,"connections":N,"findings":[...],"warnings":[...]}`, each
+//! finding exactly as [`Finding`] serializes (one shape: the library's, documented in the
+//! schema); `socket` is null for host findings and for findings about several connections.
 
 use std::io::{self, Write};
-use std::net::IpAddr;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::sanitize::for_terminal;
 use super::Options;
-use crate::diagnose::{Finding, Report, Severity, SocketRef};
-use crate::model::Endpoint;
+use crate::diagnose::{Finding, Report, Severity};
 
 /// The JSON schema version of the diagnose document.
 pub const VERSION: u32 = 1;
 
-fn endpoint_json(e: &Endpoint) -> Value {
-    match e {
-        Endpoint::Inet { addr, port } => json!({"address": addr_text(addr), "port": port}),
-        _ => json!({}),
-    }
-}
-
-fn addr_text(a: &IpAddr) -> String {
-    a.to_string()
-}
-
-fn socket_json(s: &SocketRef) -> Value {
-    json!({
-        "id": s.id,
-        "cookie": s.cookie.map(|c| c.to_string()),
-        "state": s.state.name(),
-        "local": endpoint_json(&s.local),
-        "remote": s.remote.as_ref().map(endpoint_json),
-        "owners": s.owners.iter().map(|o| json!({
-            "pid": o.pid,
-            "fd": o.fd,
-            "command": o.command,
-        })).collect::<Vec<_>>(),
-    })
-}
-
-/// One finding as its JSON object (with `"zone"` when zones were read).
+/// One finding as its JSON object (with `"zone"` when zones were read): the library's own
+/// serialization of [`Finding`].
 pub fn finding_json(f: &Finding) -> Value {
-    let mut v = json!({
-        "rule": f.rule.id(),
-        "severity": f.severity.name(),
-        "socket": f.socket.as_ref().map(socket_json),
-        "summary": f.summary,
-        "evidence": serde_json::to_value(&f.evidence).unwrap_or(Value::Null),
-        "advice": f.advice,
-    });
-    if let (Some(z), Value::Object(m)) = (&f.zone, &mut v) {
-        m.insert(
-            "zone".into(),
-            serde_json::to_value(z).unwrap_or(Value::Null),
-        );
-    }
-    v
+    serde_json::to_value(f).unwrap_or(Value::Null)
 }
 
 /// Writes the report as one JSON document.
@@ -72,8 +32,7 @@ pub fn write_json(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
         serde_json::to_string(&r.interval_s).unwrap_or_else(|_| "null".into()),
         r.connections
     )?;
-    let findings: Vec<Value> = r.findings.iter().map(finding_json).collect();
-    serde_json::to_writer(&mut *out, &findings)?;
+    serde_json::to_writer(&mut *out, &r.findings)?;
     out.write_all(b",")?;
     super::json::write_warnings(&r.warnings, opts.verbose, out)?;
     out.write_all(b"}\n")
@@ -134,7 +93,10 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
                     format!("{conn}  {}", owners.join(", "))
                 }
             }
-            None => "host".into(),
+            None => match f.count {
+                Some(n) if n > 1 => format!("{n} connections"),
+                _ => "host".into(),
+            },
         };
         let target = match &f.zone {
             Some(z) => format!("[zone {}] {target}", clean(&z.name)),
@@ -149,6 +111,16 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
         )?;
         writeln!(out, "  {}", clean(&f.summary))?;
         writeln!(out, "  evidence: {}", evidence_text(f))?;
+        writeln!(
+            out,
+            "  confidence: {}{}",
+            f.confidence.level.name(),
+            if f.confidence.because.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", clean(&f.confidence.because.join("; ")))
+            }
+        )?;
         writeln!(out, "  fix: {}", clean(&f.advice))?;
         writeln!(out)?;
     }
@@ -178,8 +150,8 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::{Evidence, OwnerRef, RuleId};
-    use crate::model::State;
+    use crate::diagnose::{Confidence, Evidence, OwnerRef, RuleId, SocketRef};
+    use crate::model::{Endpoint, State};
 
     fn report() -> Report {
         let mut ev = Evidence::default();
@@ -211,6 +183,8 @@ mod tests {
                 summary: "slow (pid 9 evil\x1b[2J)".into(),
                 evidence: ev,
                 advice: "remove it".into(),
+                count: Some(1),
+                confidence: Confidence::counted("because \x1b[2J"),
             }],
             warnings: vec![],
             connections: 3,
@@ -231,6 +205,11 @@ mod tests {
         assert_eq!(f["socket"]["remote"]["address"], "2001:db8::2");
         assert_eq!(f["socket"]["owners"][0]["command"], "evil\u{1b}[2J");
         assert_eq!(f["evidence"]["sndbuf_bytes"], 32768);
+        assert_eq!(f["count"], 1);
+        assert_eq!(f["confidence"]["level"], "high");
+        assert_eq!(f["confidence"]["because"][0], "because \u{1b}[2J");
+        // One shape: what the library serializes is what is written.
+        assert_eq!(*f, serde_json::to_value(&report().findings[0]).unwrap());
     }
 
     #[test]
