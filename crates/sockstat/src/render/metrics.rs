@@ -759,6 +759,8 @@ mod tests {
             summary: String::new(),
             evidence: crate::diagnose::Evidence(vec![]),
             advice: String::new(),
+            count: None,
+            confidence: crate::diagnose::Confidence::counted("a test finding"),
             zone,
         }
     }
