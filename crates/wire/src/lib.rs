@@ -14,6 +14,7 @@
 mod bytes;
 mod error;
 
+pub mod bpf_asm;
 pub mod btf;
 pub mod bytecode;
 pub mod cgroup;
@@ -29,6 +30,7 @@ pub mod snmp;
 pub mod sock_destroy;
 pub mod sysctl;
 pub mod task_file;
+pub mod tcp_events;
 pub mod tcp_info;
 pub mod unix_diag;
 

@@ -1,0 +1,305 @@
+//! Loads and runs the connection-event programs of `sockstat_wire::tcp_events` (BTF-typed
+//! tracepoint and fexit programs assembled from the running kernel's BTF) and reads what they
+//! write: records from a ring buffer, and the counters of what the kernel could not hand over.
+//!
+//! Needs CAP_BPF and CAP_PERFMON (or root), kernel BTF (`/sys/kernel/btf/vmlinux`) and Linux
+//! 5.12 or later (`bpf_get_socket_cookie` on a BTF socket pointer). Nothing needs tracefs,
+//! kprobes, BPF trampolines or a compiler. What the kernel holds, and its bounds (see
+//! doc/events.md):
+//!
+//! - the connection table: one [`ENTRY_LEN`]-byte entry per TCP connection opened while
+//!   tracing and not yet closed, at most [`CONNS_MAX`], allocated on insert and deleted when
+//!   the connection reaches CLOSE (a connection that finds the table full is counted);
+//! - the ring buffer ([`RING_BYTES`]), in which unread records wait;
+//! - a 64-byte counters array.
+//!
+//! Every object is a file descriptor of this process: when it exits, however it exits, the
+//! programs are detached and the memory freed.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use sockstat_wire::btf::Btf;
+use sockstat_wire::tcp_events::{self, Layout, Maps, Record, COUNTERS_LEN, ENTRY_LEN};
+
+use super::bpf::{self, MapSpec, ProgSpec, RingReader};
+use super::taskfile::VMLINUX_BTF;
+
+/// Size of the ring buffer: 16 MiB, about 100,000 records, over a second of 20,000 connections
+/// per second on both ends even if the reader stalls.
+pub const RING_BYTES: usize = 16 << 20;
+
+/// Capacity of the connection table: connections open at once that events follow from open
+/// to close. The table's buckets take 16 bytes each up front (4 MiB); entries are allocated as
+/// connections open and freed as they close.
+pub const CONNS_MAX: u32 = 1 << 18;
+
+/// Why tracing cannot run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// What is missing, in one line: the privilege, the kernel feature, the failing step.
+    pub message: String,
+    /// True when the cause is a missing privilege (rather than a kernel that lacks something).
+    pub privilege: bool,
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+fn unavailable(step: &str, e: &io::Error) -> Unavailable {
+    let hint = bpf::explain(e);
+    let privilege = matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES));
+    Unavailable {
+        message: if hint.is_empty() {
+            format!("{step}: {e}")
+        } else {
+            format!("{step}: {e} ({hint})")
+        },
+        privilege,
+    }
+}
+
+fn load_failed(step: &str, e: bpf::LoadError) -> Unavailable {
+    let mut u = unavailable(step, &e.error);
+    if !e.verifier.is_empty() {
+        u.message.push_str("; verifier: ");
+        u.message.push_str(&e.verifier);
+    }
+    u
+}
+
+/// One attached program.
+struct Attached {
+    name: &'static str,
+    prog: OwnedFd,
+    _link: OwnedFd,
+}
+
+/// The connection tracer: programs attached, records waiting in the ring.
+pub struct Tracer {
+    ring: RingReader,
+    counters: OwnedFd,
+    _conns: OwnedFd,
+    progs: Vec<Attached>,
+    /// Why accepted connections carry no process and no accept wait, when they do not.
+    pub accept_unavailable: Option<String>,
+    /// How long loading took: reading BTF, assembling, verifying and attaching.
+    pub load_time: Duration,
+    stats: Option<OwnedFd>,
+}
+
+/// Reads the kernel's BTF and the layout of everything the programs touch, and why accepts
+/// cannot be traced if they cannot.
+pub fn layout() -> Result<(Layout, Option<String>), Unavailable> {
+    let data = std::fs::read(VMLINUX_BTF).map_err(|e| Unavailable {
+        message: format!(
+            "cannot read {VMLINUX_BTF}: {e} (the kernel must be built with CONFIG_DEBUG_INFO_BTF)"
+        ),
+        privilege: false,
+    })?;
+    let btf = Btf::parse(&data).map_err(|e| Unavailable {
+        message: format!("{VMLINUX_BTF}: {e}"),
+        privilege: false,
+    })?;
+    Layout::from_btf(&btf).map_err(|message| Unavailable {
+        message,
+        privilege: false,
+    })
+}
+
+impl Tracer {
+    /// Loads and attaches the programs. With `run_stats`, the kernel's per-program run-time
+    /// accounting is turned on for as long as the tracer lives (see [`Tracer::run_stats`]).
+    pub fn start(run_stats: bool) -> Result<Tracer, Unavailable> {
+        let t0 = Instant::now();
+        let (layout, accept_missing) = layout()?;
+        let conns = bpf::map_create(&MapSpec {
+            map_type: bpf::MAP_TYPE_HASH,
+            key_size: 8,
+            value_size: ENTRY_LEN,
+            max_entries: CONNS_MAX,
+            flags: bpf::F_NO_PREALLOC,
+            name: "sockstat_conns",
+            btf: None,
+        })
+        .map_err(|e| unavailable("creating the connection table", &e))?;
+        let ring = bpf::map_create(&MapSpec {
+            map_type: bpf::MAP_TYPE_RINGBUF,
+            key_size: 0,
+            value_size: 0,
+            max_entries: RING_BYTES as u32,
+            flags: 0,
+            name: "sockstat_events",
+            btf: None,
+        })
+        .map_err(|e| unavailable("creating the ring buffer", &e))?;
+        let counters = bpf::map_create(&MapSpec {
+            map_type: bpf::MAP_TYPE_ARRAY,
+            key_size: 4,
+            value_size: COUNTERS_LEN,
+            max_entries: 1,
+            flags: 0,
+            name: "sockstat_counts",
+            btf: None,
+        })
+        .map_err(|e| unavailable("creating the counters map", &e))?;
+        use std::os::fd::AsRawFd;
+        let maps = Maps {
+            conns: conns.as_raw_fd(),
+            ring: ring.as_raw_fd(),
+            counters: counters.as_raw_fd(),
+        };
+        let stats = if run_stats {
+            Some(
+                bpf::enable_run_time_stats()
+                    .map_err(|e| unavailable("turning on BPF run-time statistics", &e))?,
+            )
+        } else {
+            None
+        };
+        let code = tcp_events::set_state_program(&layout, &maps).map_err(|e| Unavailable {
+            message: format!("assembling the state-change program: {e}"),
+            privilege: false,
+        })?;
+        let prog = bpf::prog_load(&ProgSpec {
+            prog_type: bpf::PROG_TYPE_TRACING,
+            attach_type: bpf::TRACE_RAW_TP,
+            attach_btf_id: layout.set_state_btf_id,
+            code: &code,
+            name: "sockstat_state",
+        })
+        .map_err(|e| load_failed("loading the tp_btf/inet_sock_set_state program", e))?;
+        let link = bpf::attach_tracing(&prog)
+            .map_err(|e| unavailable("attaching to the sock:inet_sock_set_state tracepoint", &e))?;
+        let mut progs = vec![Attached {
+            name: "inet_sock_set_state",
+            prog,
+            _link: link,
+        }];
+        let accept_unavailable = match accept_missing {
+            Some(why) => Some(why),
+            None => match attach_accept(&layout, &maps) {
+                Ok(a) => {
+                    progs.push(a);
+                    None
+                }
+                Err(why) => Some(why),
+            },
+        };
+        let ring = RingReader::new(ring, RING_BYTES)
+            .map_err(|e| unavailable("mapping the ring buffer", &e))?;
+        Ok(Tracer {
+            ring,
+            counters,
+            _conns: conns,
+            progs,
+            accept_unavailable,
+            load_time: t0.elapsed(),
+            stats,
+        })
+    }
+
+    /// Hands every record waiting in the ring to `f`; returns how many there were. A record
+    /// that does not decode (which the programs never write) is skipped and counted in the
+    /// return value's second half.
+    pub fn drain(&mut self, mut f: impl FnMut(Record)) -> (usize, usize) {
+        let mut bad = 0;
+        let n = self.ring.drain(|b| match Record::parse(b) {
+            Some(r) => f(r),
+            None => bad += 1,
+        });
+        (n, bad)
+    }
+
+    /// The kernel-side counters: records the ring had no room for ([`tcp_events::LOST_RING`])
+    /// and connections the table had no room for ([`tcp_events::LOST_STORAGE`]).
+    pub fn counters(&self) -> io::Result<[u64; 8]> {
+        let mut v = [0u8; COUNTERS_LEN as usize];
+        bpf::map_lookup(&self.counters, &0u32.to_ne_bytes(), &mut v)?;
+        let mut out = [0u64; 8];
+        for (o, c) in out.iter_mut().zip(v.chunks_exact(8)) {
+            *o = u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+        }
+        Ok(out)
+    }
+
+    /// Per program: (name, runs, total run time in ns), when started with `run_stats`.
+    pub fn run_stats(&self) -> Vec<(&'static str, u64, u64)> {
+        if self.stats.is_none() {
+            return Vec::new();
+        }
+        self.progs
+            .iter()
+            .filter_map(|p| {
+                let (runs, ns) = bpf::prog_run_stats(&p.prog).ok()?;
+                Some((p.name, runs, ns))
+            })
+            .collect()
+    }
+}
+
+/// Loads and attaches the accept program; the error says why accepted connections will carry
+/// no process.
+fn attach_accept(layout: &Layout, maps: &Maps) -> Result<Attached, String> {
+    let Some(code) = tcp_events::accept_program(layout, maps) else {
+        return Err("the kernel's BTF lacks what the accept program reads".into());
+    };
+    let code = code.map_err(|e| format!("assembling the accept program: {e}"))?;
+    let btf_id = layout.accept.map(|a| a.btf_id).unwrap_or(0);
+    let prog = bpf::prog_load(&ProgSpec {
+        prog_type: bpf::PROG_TYPE_TRACING,
+        attach_type: bpf::TRACE_RAW_TP,
+        attach_btf_id: btf_id,
+        code: &code,
+        name: "sockstat_accept",
+    })
+    .map_err(|e| load_failed("loading the tp_btf/sys_exit accept program", e).message)?;
+    let link = bpf::attach_tracing(&prog).map_err(|e| {
+        unavailable("attaching to the raw_syscalls:sys_exit tracepoint", &e).message
+    })?;
+    Ok(Attached {
+        name: "sys_exit",
+        prog,
+        _link: link,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    #[test]
+    fn smoke() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIPPED smoke: needs root");
+            return;
+        }
+        let mut t = match super::Tracer::start(true) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        };
+        eprintln!("load {:?}, accept: {:?}", t.load_time, t.accept_unavailable);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (mut s, _) = l.accept().unwrap();
+        c.write_all(&[1u8; 100]).unwrap();
+        let mut b = [0u8; 100];
+        s.read_exact(&mut b).unwrap();
+        s.write_all(&[2u8; 200]).unwrap();
+        let mut b = [0u8; 200];
+        c.read_exact(&mut b).unwrap();
+        drop(c);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        t.drain(|r| eprintln!("{r:?}"));
+        eprintln!("{:?} {:?}", t.counters(), t.run_stats());
+    }
+}
