@@ -98,6 +98,7 @@
 pub mod counters;
 pub mod diagnose;
 mod error;
+pub mod events;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod join;
