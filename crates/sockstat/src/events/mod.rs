@@ -1,7 +1,7 @@
 //! Connection events: every TCP connect, accept, close and failed connect, as the kernel saw
 //! it happen, with the process that called `connect()` or `accept()`.
 //!
-//! The records come from BPF programs on kernel tracepoints ([`crate::sys::tcp_events`]); this
+//! The records come from BPF programs on kernel tracepoints, loaded and read by [`Tracer`]; this
 //! module turns one raw record into a [`ConnEvent`] (what happened, to which connection, by
 //! whom, how long it took, how it ended), decides which events a [`Query`] selects, and tells
 //! who is on the other end of a connection whose both ends are on this host ([`Peers`]).
@@ -24,6 +24,8 @@
 //! | ESTABLISHED, CLOSE_WAIT | 0 | reset-sent (closed with unread data, or SO_LINGER 0) |
 
 pub mod stats;
+
+pub use crate::sys::tcp_events::{Tracer, Unavailable, CONNS_MAX, RING_BYTES};
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -147,7 +149,7 @@ impl FailReason {
 }
 
 /// The process that called connect() or accept().
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EventProcess {
     /// Process id (the thread group).
     pub pid: u32,
@@ -493,6 +495,7 @@ impl ConnEvent {
             tcp: None,
             memory: None,
             cgroup_id: None,
+            bound_ifindex: None,
         }
     }
 
@@ -519,6 +522,100 @@ impl ConnEvent {
                     && q.uid.is_none_or(|u| u == self.socket_uid)
             }
         }
+    }
+}
+
+/// Which network namespaces' events a query selects, and their zone names (for `-Z`).
+///
+/// Like the listing: the namespace this process runs in unless the query says `-z` or `-Z`.
+/// The tracepoints see every namespace, so this is a filter on the events' `netns`.
+#[derive(Debug)]
+pub struct ZoneScope {
+    /// `None`: every namespace.
+    only: Option<std::collections::HashSet<u64>>,
+    names: HashMap<u64, String>,
+    /// When the names were last discovered (ns, monotonic).
+    refreshed: Option<u64>,
+    proc_root: std::path::PathBuf,
+    all: bool,
+}
+
+impl ZoneScope {
+    /// The namespaces `q.zones` selects. A `-z` name that matches no zone is
+    /// [`crate::Error::UnknownZone`].
+    pub fn new(q: &Query) -> Result<ZoneScope, crate::Error> {
+        let mut z = ZoneScope {
+            only: None,
+            names: HashMap::new(),
+            refreshed: None,
+            proc_root: q.proc_root.clone(),
+            all: q.zones == crate::ZoneSelect::All,
+        };
+        match crate::sys::netns::select(&q.proc_root, &q.zones)? {
+            None => {
+                let own = std::fs::read_link("/proc/thread-self/ns/net")
+                    .ok()
+                    .and_then(|l| {
+                        sockstat_wire::fd_link::netns_inode(l.as_os_str().as_encoded_bytes())
+                    })
+                    .ok_or_else(|| {
+                        crate::Error::from(crate::SysError::other(
+                            "reading this process's network namespace (/proc/thread-self/ns/net)",
+                            crate::ErrorKind::Unsupported,
+                            "no net:[inode] link",
+                        ))
+                    })?;
+                z.only = Some(std::collections::HashSet::from([own]));
+            }
+            Some((targets, _)) => {
+                for t in &targets {
+                    if let Some(ino) = t.zone.netns_inode {
+                        z.names.insert(ino, t.zone.name.clone());
+                    }
+                }
+                z.refreshed = Some(Clock::monotonic_now());
+                if !z.all {
+                    z.only = Some(targets.iter().filter_map(|t| t.zone.netns_inode).collect());
+                }
+            }
+        }
+        Ok(z)
+    }
+
+    /// True when events of namespace `netns` are wanted.
+    pub fn wants(&self, netns: u64) -> bool {
+        self.only.as_ref().is_none_or(|s| s.contains(&netns))
+    }
+
+    /// True with `-Z`: events of every namespace, each named.
+    pub fn all(&self) -> bool {
+        self.all
+    }
+
+    /// The zone name of a namespace, discovering the host's namespaces again (at most once a
+    /// second) when it is new; its inode when nothing names it.
+    pub fn name(&mut self, netns: u64) -> String {
+        let now = Clock::monotonic_now();
+        if !self.names.contains_key(&netns)
+            && self
+                .refreshed
+                .is_none_or(|t| now.saturating_sub(t) >= 1_000_000_000)
+        {
+            if let Ok(Some((targets, _))) =
+                crate::sys::netns::select(&self.proc_root, &crate::ZoneSelect::All)
+            {
+                for t in targets {
+                    if let Some(ino) = t.zone.netns_inode {
+                        self.names.insert(ino, t.zone.name.clone());
+                    }
+                }
+            }
+            self.refreshed = Some(now);
+        }
+        self.names
+            .get(&netns)
+            .cloned()
+            .unwrap_or_else(|| netns.to_string())
     }
 }
 
@@ -618,8 +715,9 @@ impl Peers {
 
     /// Forgets ends that closed more than [`Peers::RETAIN`] before `now_ns`.
     pub fn expire(&mut self, now_ns: u64) {
-        self.open
-            .retain(|_, (_, closed)| closed.is_none_or(|t| now_ns.saturating_sub(t) < Self::RETAIN));
+        self.open.retain(|_, (_, closed)| {
+            closed.is_none_or(|t| now_ns.saturating_sub(t) < Self::RETAIN)
+        });
     }
 
     /// Connections remembered.
@@ -690,7 +788,10 @@ pub(crate) mod tests {
         assert_eq!((e.bytes_sent, e.bytes_received), (Some(100), Some(200)));
         assert_eq!(e.local, "127.0.0.1:51370".parse().unwrap());
         let p = e.process.unwrap();
-        assert_eq!((p.pid, p.command.to_string_lossy().as_ref()), (5446, "python3"));
+        assert_eq!(
+            (p.pid, p.command.to_string_lossy().as_ref()),
+            (5446, "python3")
+        );
         assert_eq!(e.process_status, None);
     }
 
@@ -757,7 +858,10 @@ pub(crate) mod tests {
         assert_eq!(classify_end(state::LAST_ACK, 0), End::RemoteClose);
         assert_eq!(classify_end(state::ESTABLISHED, 0), End::ResetSent);
         assert_eq!(classify_end(state::CLOSE_WAIT, 0), End::ResetSent);
-        assert_eq!(classify_end(state::ESTABLISHED, ECONNRESET), End::ResetReceived);
+        assert_eq!(
+            classify_end(state::ESTABLISHED, ECONNRESET),
+            End::ResetReceived
+        );
         assert_eq!(classify_end(state::CLOSE_WAIT, EPIPE), End::ResetReceived);
         assert_eq!(classify_end(state::ESTABLISHED, ETIMEDOUT), End::Timeout);
         assert_eq!(classify_end(state::ESTABLISHED, ECONNABORTED), End::Aborted);
@@ -765,8 +869,11 @@ pub(crate) mod tests {
 
     #[test]
     fn filters_apply_to_the_connection_and_its_process() {
-        let e = ConnEvent::from_record(&record(kind::CONNECT, state::SYN_SENT, side::CLIENT), &clock())
-            .unwrap();
+        let e = ConnEvent::from_record(
+            &record(kind::CONNECT, state::SYN_SENT, side::CLIENT),
+            &clock(),
+        )
+        .unwrap();
         let mut q = Query::new();
         assert!(e.matches(&q));
         q.ports = Some(crate::PortSet::parse("47001").unwrap());
@@ -790,7 +897,9 @@ pub(crate) mod tests {
     fn peers_name_the_other_end() {
         let c = clock();
         let mut peers = Peers::default();
-        let mut connect = ConnEvent::from_record(&record(kind::CONNECT, state::SYN_SENT, side::CLIENT), &c).unwrap();
+        let mut connect =
+            ConnEvent::from_record(&record(kind::CONNECT, state::SYN_SENT, side::CLIENT), &c)
+                .unwrap();
         peers.observe(&mut connect);
         assert_eq!(connect.peer, None);
         let mut r = record(kind::ACCEPT, state::ESTABLISHED, side::SERVER);
@@ -798,7 +907,9 @@ pub(crate) mod tests {
         let mut accept = ConnEvent::from_record(&r, &c).unwrap();
         peers.observe(&mut accept);
         assert_eq!(accept.peer.as_ref().map(|p| p.pid), Some(5446));
-        let mut close = ConnEvent::from_record(&record(kind::CLOSE, state::FIN_WAIT2, side::CLIENT), &c).unwrap();
+        let mut close =
+            ConnEvent::from_record(&record(kind::CLOSE, state::FIN_WAIT2, side::CLIENT), &c)
+                .unwrap();
         peers.observe(&mut close);
         assert_eq!(close.peer.as_ref().map(|p| p.pid), Some(7000));
         // The closed end is remembered for a while, then forgotten.

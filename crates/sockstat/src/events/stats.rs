@@ -308,7 +308,10 @@ mod tests {
         // Every value's fine bucket contains it.
         for v in [0u64, 15, 16, 17, 31, 32, 1000, 1 << 40, u64::MAX / 2] {
             let i = fine_index(v);
-            assert!(fine_upper(i) >= v && (i == 0 || fine_upper(i - 1) < v), "{v}");
+            assert!(
+                fine_upper(i) >= v && (i == 0 || fine_upper(i - 1) < v),
+                "{v}"
+            );
         }
     }
 
@@ -330,7 +333,10 @@ mod tests {
         assert_eq!(rows.len(), 2);
         let (k, r) = rows[0];
         assert_eq!((k.side, k.endpoint.port()), (Side::Client, 47001));
-        assert_eq!((r.connections, r.failed, r.closed, r.time_wait_here), (2, 1, 1, 1));
+        assert_eq!(
+            (r.connections, r.failed, r.closed, r.time_wait_here),
+            (2, 1, 1, 1)
+        );
         assert_eq!(r.latency.count(), 2);
         assert_eq!(r.failed_by_reason.get("refused"), Some(&1));
         assert_eq!(r.pids.iter().copied().collect::<Vec<_>>(), vec![5446]);

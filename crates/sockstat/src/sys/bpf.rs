@@ -1,6 +1,5 @@
 //! The `bpf(2)` commands sockstat's tracers use, on zeroed `union bpf_attr` buffers with the
-//! fields at their uapi offsets (`include/uapi/linux/bpf.h`): loading a BTF blob, creating
-//! maps, loading and attaching BTF-typed tracing programs, reading maps and program run-time
+//! fields at their uapi offsets (`include/uapi/linux/bpf.h`): creating maps, loading and attaching BTF-typed tracing programs, reading maps and program run-time
 //! statistics, and reading a `BPF_MAP_TYPE_RINGBUF` through its shared memory.
 //!
 //! Every object is a file descriptor of this process: nothing is pinned, and everything is
@@ -16,21 +15,16 @@ const MAP_GET_NEXT_KEY: libc::c_long = 4;
 const PROG_LOAD: libc::c_long = 5;
 const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
-const BTF_LOAD: libc::c_long = 18;
 const ENABLE_STATS: libc::c_long = 32;
 
 /// `BPF_PROG_TYPE_TRACING`.
 pub const PROG_TYPE_TRACING: u32 = 26;
 /// `BPF_TRACE_RAW_TP`: a `tp_btf/` program.
 pub const TRACE_RAW_TP: u32 = 23;
-/// `BPF_TRACE_FEXIT`.
-pub const TRACE_FEXIT: u32 = 25;
 /// `BPF_MAP_TYPE_HASH`.
 pub const MAP_TYPE_HASH: u32 = 1;
 /// `BPF_MAP_TYPE_ARRAY`.
 pub const MAP_TYPE_ARRAY: u32 = 2;
-/// `BPF_MAP_TYPE_SK_STORAGE`.
-pub const MAP_TYPE_SK_STORAGE: u32 = 24;
 /// `BPF_MAP_TYPE_RINGBUF`.
 pub const MAP_TYPE_RINGBUF: u32 = 27;
 /// `BPF_F_NO_PREALLOC`.
@@ -105,13 +99,6 @@ impl Attr {
     }
 }
 
-/// Loads a BTF blob (for maps whose kernel code insists on typed keys and values).
-pub fn btf_load(blob: &[u8]) -> io::Result<OwnedFd> {
-    let mut a = Attr::new();
-    a.u64(0, blob.as_ptr() as u64).u32(16, blob.len() as u32);
-    a.call_fd(BTF_LOAD)
-}
-
 /// What a new map looks like.
 #[derive(Debug, Clone, Copy)]
 pub struct MapSpec<'a> {
@@ -127,8 +114,6 @@ pub struct MapSpec<'a> {
     pub flags: u32,
     /// Name shown by `bpftool map`.
     pub name: &'a str,
-    /// A loaded BTF and the key and value type ids in it.
-    pub btf: Option<(&'a OwnedFd, u32, u32)>,
 }
 
 /// Creates a map.
@@ -140,11 +125,6 @@ pub fn map_create(s: &MapSpec<'_>) -> io::Result<OwnedFd> {
         .u32(12, s.max_entries)
         .u32(16, s.flags)
         .name(28, s.name);
-    if let Some((btf, key, value)) = s.btf {
-        a.u32(48, btf.as_raw_fd() as u32)
-            .u32(52, key)
-            .u32(56, value);
-    }
     a.call_fd(MAP_CREATE)
 }
 
@@ -256,16 +236,32 @@ pub fn enable_run_time_stats() -> io::Result<OwnedFd> {
     a.call_fd(ENABLE_STATS)
 }
 
-/// A program's run count and total run time (ns), while run-time stats are on.
-pub fn prog_run_stats(prog: &OwnedFd) -> io::Result<(u64, u64)> {
-    // struct bpf_prog_info: run_time_ns at 192, run_cnt at 200 (Linux 5.1).
+/// What the kernel counts about a running program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProgStats {
+    /// Runs (while run-time stats are on).
+    pub runs: u64,
+    /// Total run time in ns (while run-time stats are on).
+    pub run_time_ns: u64,
+    /// Times the kernel skipped the program because it was already running on that CPU
+    /// (always counted, Linux 5.12).
+    pub recursion_misses: u64,
+}
+
+/// A program's statistics (`struct bpf_prog_info`: run_time_ns at 192, run_cnt at 200,
+/// recursion_misses at 208).
+pub fn prog_stats(prog: &OwnedFd) -> io::Result<ProgStats> {
     let mut info = [0u64; 232 / 8];
     let mut a = Attr::new();
     a.u32(0, prog.as_raw_fd() as u32)
         .u32(4, std::mem::size_of_val(&info) as u32)
         .u64(8, info.as_mut_ptr() as u64);
     a.call(OBJ_GET_INFO_BY_FD)?;
-    Ok((info[200 / 8], info[192 / 8]))
+    Ok(ProgStats {
+        runs: info[200 / 8],
+        run_time_ns: info[192 / 8],
+        recursion_misses: info[208 / 8],
+    })
 }
 
 /// The reading end of a `BPF_MAP_TYPE_RINGBUF`: the consumer position page (read-write) and

@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use sockstat_wire::btf::Btf;
 use sockstat_wire::tcp_events::{self, Layout, Maps, Record, COUNTERS_LEN, ENTRY_LEN};
 
-use super::bpf::{self, MapSpec, ProgSpec, RingReader};
+use super::bpf::{self, MapSpec, ProgSpec, ProgStats, RingReader};
 use super::taskfile::VMLINUX_BTF;
+use crate::events::Lost;
 
 /// Size of the ring buffer: 16 MiB, about 100,000 records, over a second of 20,000 connections
 /// per second on both ends even if the reader stalls.
@@ -126,7 +127,6 @@ impl Tracer {
             max_entries: CONNS_MAX,
             flags: bpf::F_NO_PREALLOC,
             name: "sockstat_conns",
-            btf: None,
         })
         .map_err(|e| unavailable("creating the connection table", &e))?;
         let ring = bpf::map_create(&MapSpec {
@@ -136,7 +136,6 @@ impl Tracer {
             max_entries: RING_BYTES as u32,
             flags: 0,
             name: "sockstat_events",
-            btf: None,
         })
         .map_err(|e| unavailable("creating the ring buffer", &e))?;
         let counters = bpf::map_create(&MapSpec {
@@ -146,7 +145,6 @@ impl Tracer {
             max_entries: 1,
             flags: 0,
             name: "sockstat_counts",
-            btf: None,
         })
         .map_err(|e| unavailable("creating the counters map", &e))?;
         use std::os::fd::AsRawFd;
@@ -217,30 +215,39 @@ impl Tracer {
         (n, bad)
     }
 
-    /// The kernel-side counters: records the ring had no room for ([`tcp_events::LOST_RING`])
-    /// and connections the table had no room for ([`tcp_events::LOST_STORAGE`]).
-    pub fn counters(&self) -> io::Result<[u64; 8]> {
+    /// What the kernel could not hand over so far: records the ring had no room for,
+    /// connections the table had no room for, and program runs the kernel skipped.
+    pub fn lost(&self) -> io::Result<Lost> {
         let mut v = [0u8; COUNTERS_LEN as usize];
         bpf::map_lookup(&self.counters, &0u32.to_ne_bytes(), &mut v)?;
-        let mut out = [0u64; 8];
-        for (o, c) in out.iter_mut().zip(v.chunks_exact(8)) {
-            *o = u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+        let slot = |i: u32| {
+            let at = i as usize * 8;
+            v.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_ne_bytes)
+        };
+        let mut missed = 0;
+        for p in &self.progs {
+            missed += bpf::prog_stats(&p.prog)?.recursion_misses;
         }
-        Ok(out)
+        Ok(Lost {
+            ring_full: slot(tcp_events::LOST_RING),
+            table_full: slot(tcp_events::LOST_STORAGE),
+            missed_runs: missed,
+        })
     }
 
-    /// Per program: (name, runs, total run time in ns), when started with `run_stats`.
-    pub fn run_stats(&self) -> Vec<(&'static str, u64, u64)> {
-        if self.stats.is_none() {
-            return Vec::new();
-        }
+    /// Per program: (name, statistics); runs and run time only when started with `run_stats`.
+    pub fn run_stats(&self) -> Vec<(&'static str, ProgStats)> {
         self.progs
             .iter()
-            .filter_map(|p| {
-                let (runs, ns) = bpf::prog_run_stats(&p.prog).ok()?;
-                Some((p.name, runs, ns))
-            })
+            .filter_map(|p| Some((p.name, bpf::prog_stats(&p.prog).ok()?)))
             .collect()
+    }
+
+    /// True when the kernel's run-time accounting is on for this tracer.
+    pub fn run_time_stats_on(&self) -> bool {
+        self.stats.is_some()
     }
 }
 
@@ -300,6 +307,6 @@ mod tests {
         drop(s);
         std::thread::sleep(std::time::Duration::from_millis(50));
         t.drain(|r| eprintln!("{r:?}"));
-        eprintln!("{:?} {:?}", t.counters(), t.run_stats());
+        eprintln!("{:?} {:?}", t.lost(), t.run_stats());
     }
 }
