@@ -72,9 +72,22 @@ pub struct EventsArgs {
     /// them took, on standard error at the end.
     #[arg(long, hide = true)]
     pub bpf_stats: bool,
+    /// The kernel ring buffer's size in pages (a power of two; default 4096, 16 MiB). A small
+    /// one shows what is reported when the kernel cannot hand events over.
+    #[arg(long, value_name = "PAGES", hide = true, value_parser = ring_pages)]
+    pub ring_pages: Option<usize>,
     /// Print help.
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+fn ring_pages(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n.is_power_of_two() && n <= 1 << 18 => Ok(n),
+        _ => Err(format!(
+            "invalid ring size '{s}': give a power of two from 1 to 262144 pages"
+        )),
+    }
 }
 
 /// The flags that do not apply to connection events, by name.
@@ -209,7 +222,11 @@ pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
     let q = crate::build_query(&a.filters, &src, false)?;
     let zones = ZoneScope::new(&q)?;
     let stop = crate::watch::stop_flag()?;
-    let mut tracer = match Tracer::start(a.bpf_stats) {
+    let ring_bytes = match a.ring_pages {
+        Some(pages) => pages * page_size(),
+        None => sockstat::events::RING_BYTES,
+    };
+    let mut tracer = match Tracer::start(a.bpf_stats, ring_bytes) {
         Ok(t) => t,
         Err(u) => {
             eprintln!(
@@ -312,4 +329,9 @@ fn nested_pid_namespace() -> bool {
             .find_map(|l| l.strip_prefix("NSpid:"))
             .is_some_and(|v| v.split_whitespace().count() > 1)
     })
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
 }

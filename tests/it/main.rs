@@ -23,6 +23,7 @@ mod bad_input;
 mod counters;
 mod diagnose_cli;
 mod diagnose_zones;
+mod events;
 mod filters;
 mod hardening_churn;
 mod hardening_faults;
@@ -58,4 +59,5 @@ extern "C" fn roles_ctor() {
     hardening_churn::run_role_if_requested();
     hardening_stuck::run_role_if_requested();
     sockstat_testkit::holder::run_if_requested();
+    events::workload_if_requested();
 }

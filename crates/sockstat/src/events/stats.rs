@@ -2,10 +2,13 @@
 //! (client: the remote address and port; server: the local address and port it accepted on).
 //!
 //! Each row keeps a log2 histogram of connect latency (client) or accept wait (server), in
-//! microseconds, exact per power of two so that the modes a SYN retransmission makes (1 s,
-//! 3 s, 7 s: the kernel's initial retransmission timeout, doubled) land in separate buckets;
-//! and a finer histogram (16 steps per power of two) for the percentiles, which are therefore
-//! exact to within 1/16 of their value. Memory is bounded: at most [`MAX_ROWS`] rows (the rest
+//! microseconds, exact per power of two so that the modes a lost SYN makes stand apart (each
+//! lost SYN costs the retransmission timeout: 1 s, then 1 s again for the first
+//! `net.ipv4.tcp_syn_linear_timeouts` retransmissions on Linux 6.5+, doubling after that), with
+//! the SYN retransmissions of the connections in each bucket, so the summary says which modes
+//! are retransmissions instead of guessing from the kernel's timers; and a finer histogram (16
+//! steps per power of two) for the percentiles, which are therefore exact to within 1/16 of
+//! their value. Memory is bounded: at most [`MAX_ROWS`] rows (the rest
 //! are summed in one row per side whose command is `(other)`), at most [`MAX_PIDS`] pids per
 //! row.
 
@@ -27,6 +30,8 @@ const LOG2_BUCKETS: usize = 40;
 pub struct Histogram {
     /// Count per log2 bucket: index 0 holds values <= 1, index k values in (2^(k-1), 2^k].
     log2: Vec<u64>,
+    /// SYN retransmissions of the values in each log2 bucket.
+    syn: Vec<u64>,
     /// Count per fine bucket (see [`fine_index`]).
     fine: BTreeMap<u32, u64>,
     count: u64,
@@ -66,10 +71,17 @@ fn log2_index(v: u64) -> usize {
 impl Histogram {
     /// Adds one value.
     pub fn add(&mut self, v: u64) {
+        self.add_with_retransmits(v, 0);
+    }
+
+    /// Adds one latency, of a connection whose SYN (or SYN-ACK) was sent `syn` extra times.
+    pub fn add_with_retransmits(&mut self, v: u64, syn: u32) {
         if self.log2.is_empty() {
             self.log2 = vec![0; LOG2_BUCKETS];
+            self.syn = vec![0; LOG2_BUCKETS];
         }
         self.log2[log2_index(v)] += 1;
+        self.syn[log2_index(v)] += u64::from(syn);
         *self.fine.entry(fine_index(v)).or_default() += 1;
         self.count += 1;
         self.max = self.max.max(v);
@@ -104,10 +116,20 @@ impl Histogram {
     /// (upper bound in µs, count) of every log2 bucket from 1 µs up to the highest non-empty
     /// one; the counts sum to [`Histogram::count`].
     pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.buckets_with_retransmits()
+            .into_iter()
+            .map(|(le, n, _)| (le, n))
+            .collect()
+    }
+
+    /// As [`Histogram::buckets`], with the SYN retransmissions of each bucket's connections.
+    pub fn buckets_with_retransmits(&self) -> Vec<(u64, u64, u64)> {
         let Some(last) = self.log2.iter().rposition(|&n| n > 0) else {
             return Vec::new();
         };
-        (0..=last).map(|k| (1u64 << k, self.log2[k])).collect()
+        (0..=last)
+            .map(|k| (1u64 << k, self.log2[k], self.syn[k]))
+            .collect()
     }
 }
 
@@ -211,7 +233,9 @@ impl Stats {
             EventKind::Connect | EventKind::Accept => {
                 row.connections += 1;
                 match latency {
-                    Some(v) => row.latency.add(v),
+                    Some(v) => row
+                        .latency
+                        .add_with_retransmits(v, e.syn_retransmits.unwrap_or(0)),
                     None => row.unmeasured += 1,
                 }
                 row.syn_retransmits += u64::from(e.syn_retransmits.unwrap_or(0));

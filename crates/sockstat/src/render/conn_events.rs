@@ -310,9 +310,9 @@ fn histogram_json(h: &Histogram) -> Value {
         "p99": h.quantile(0.99),
         "max": h.max(),
         "buckets": h
-            .buckets()
+            .buckets_with_retransmits()
             .into_iter()
-            .map(|(le, n)| json!({"le_us": le, "count": n}))
+            .map(|(le, n, syn)| json!({"le_us": le, "count": n, "syn_retransmits": syn}))
             .collect::<Vec<_>>(),
     })
 }
@@ -387,31 +387,29 @@ pub fn stats_json(stats: &Stats, lost: &Lost, duration_s: f64) -> Value {
     })
 }
 
-/// What a latency in the seconds is, when it is a SYN retransmission's: the kernel's initial
-/// retransmission timeout is 1 s and doubles, so one lost SYN costs 1 s, two 3 s, three 7 s.
-fn syn_mode(le_us: u64) -> Option<&'static str> {
-    match le_us {
-        1_048_576 => Some("<- 1 s: one SYN retransmitted"),
-        4_194_304 => Some("<- 3 s: two SYNs retransmitted"),
-        8_388_608 => Some("<- 7 s: three SYNs retransmitted"),
-        _ => None,
-    }
-}
-
-fn histogram_text(out: &mut String, h: &Histogram, client: bool) {
-    let buckets = h.buckets();
-    let Some(first) = buckets.iter().position(|&(_, n)| n > 0) else {
+fn histogram_text(out: &mut String, h: &Histogram, syn: &str) {
+    let buckets = h.buckets_with_retransmits();
+    let Some(first) = buckets.iter().position(|&(_, n, _)| n > 0) else {
         return;
     };
-    let top = buckets.iter().map(|&(_, n)| n).max().unwrap_or(1).max(1);
+    let top = buckets.iter().map(|&(_, n, _)| n).max().unwrap_or(1).max(1);
     let _ = writeln!(out, "    {:>10}  {:>8}  distribution", "<= us", "count");
-    for &(le, n) in &buckets[first..] {
+    for &(le, n, retrans) in &buckets[first..] {
         let width = ((n as f64 / top as f64) * 40.0).ceil() as usize;
         let _ = write!(out, "    {le:>10}  {n:>8}  |{:<40}|", "*".repeat(width));
-        if client && n > 0 {
-            if let Some(note) = syn_mode(le) {
-                let _ = write!(out, " {note}");
-            }
+        // A mode made of retransmissions says so: these waited for the kernel's timer.
+        if n > 0 && retrans > 0 {
+            let per = retrans as f64 / n as f64;
+            let _ = write!(
+                out,
+                " <- {} {syn} retransmit{} per connection",
+                if per.fract() == 0.0 {
+                    format!("{per:.0}")
+                } else {
+                    format!("{per:.1}")
+                },
+                if per == 1.0 { "" } else { "s" }
+            );
         }
         out.push('\n');
     }
@@ -525,7 +523,12 @@ pub fn stats_text(stats: &Stats, lost: &Lost, duration_s: f64) -> String {
                 let _ = write!(l, "  ({} not measured)", r.unmeasured);
             }
             let _ = writeln!(out, "{l}");
-            histogram_text(&mut out, &r.latency, k.side == Side::Client);
+            let syn = if k.side == Side::Client {
+                "SYN"
+            } else {
+                "SYN-ACK"
+            };
+            histogram_text(&mut out, &r.latency, syn);
         }
     }
     out
@@ -636,8 +639,20 @@ mod tests {
             t.contains("connections 5  failed 0  SYN retransmits 3"),
             "{t}"
         );
-        assert!(t.contains("<- 1 s: one SYN retransmitted"), "{t}");
-        assert!(t.contains("<- 3 s: two SYNs retransmitted"), "{t}");
+        let line = |le: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(&format!("{le} ")))
+                .unwrap_or_else(|| panic!("no {le} bucket: {t}"))
+        };
+        assert!(
+            line("1048576").ends_with("| <- 1 SYN retransmit per connection"),
+            "{t}"
+        );
+        assert!(
+            line("4194304").ends_with("| <- 2 SYN retransmits per connection"),
+            "{t}"
+        );
+        assert!(line("128").ends_with('|'), "{t}");
         let v = stats_json(&s, &Lost::default(), 10.0);
         let row = &v["stats"][0];
         let sum: u64 = row["connect_latency_us"]["buckets"]
@@ -648,5 +663,11 @@ mod tests {
             .sum();
         assert_eq!(sum, row["connections"].as_u64().unwrap());
         assert_eq!(row["connect_latency_us"]["max"], 3_011_090);
+        let b = &row["connect_latency_us"]["buckets"];
+        assert_eq!(b[22]["le_us"], 1 << 22);
+        assert_eq!(
+            (b[22]["count"].as_u64(), b[22]["syn_retransmits"].as_u64()),
+            (Some(1), Some(2))
+        );
     }
 }

@@ -27,8 +27,8 @@ use super::bpf::{self, MapSpec, ProgSpec, ProgStats, RingReader};
 use super::taskfile::VMLINUX_BTF;
 use crate::events::Lost;
 
-/// Size of the ring buffer: 16 MiB, about 100,000 records, over a second of 20,000 connections
-/// per second on both ends even if the reader stalls.
+/// Size of the ring buffer by default: 16 MiB, about 100,000 records, over a second of 20,000
+/// connections per second on both ends even if the reader stalls.
 pub const RING_BYTES: usize = 16 << 20;
 
 /// Capacity of the connection table: connections open at once that events follow from open
@@ -117,7 +117,9 @@ pub fn layout() -> Result<(Layout, Option<String>), Unavailable> {
 impl Tracer {
     /// Loads and attaches the programs. With `run_stats`, the kernel's per-program run-time
     /// accounting is turned on for as long as the tracer lives (see [`Tracer::run_stats`]).
-    pub fn start(run_stats: bool) -> Result<Tracer, Unavailable> {
+    /// `ring_bytes` is the ring buffer's size: a power of two, at least one page (see
+    /// [`RING_BYTES`]).
+    pub fn start(run_stats: bool, ring_bytes: usize) -> Result<Tracer, Unavailable> {
         let t0 = Instant::now();
         let (layout, accept_missing) = layout()?;
         let conns = bpf::map_create(&MapSpec {
@@ -133,7 +135,7 @@ impl Tracer {
             map_type: bpf::MAP_TYPE_RINGBUF,
             key_size: 0,
             value_size: 0,
-            max_entries: RING_BYTES as u32,
+            max_entries: u32::try_from(ring_bytes).unwrap_or(u32::MAX),
             flags: 0,
             name: "sockstat_events",
         })
@@ -190,7 +192,7 @@ impl Tracer {
                 Err(why) => Some(why),
             },
         };
-        let ring = RingReader::new(ring, RING_BYTES)
+        let ring = RingReader::new(ring, ring_bytes)
             .map_err(|e| unavailable("mapping the ring buffer", &e))?;
         Ok(Tracer {
             ring,
@@ -287,7 +289,7 @@ mod tests {
             eprintln!("SKIPPED smoke: needs root");
             return;
         }
-        let mut t = match super::Tracer::start(true) {
+        let mut t = match super::Tracer::start(true, super::RING_BYTES) {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
         };
