@@ -15,6 +15,7 @@
 //! `sockbench check -n 300 -p 10` runs only the correctness check (used by the smoke test).
 
 mod check;
+mod events;
 mod inner;
 mod report;
 mod tools;
@@ -59,6 +60,7 @@ fn usage() -> ! {
          \x20                [--sockstat PATH|--no-sockstat] [--no-build] [--cold all|sockstat|none] [--tools a,b,..]\n\
          \x20      sockbench report [--scales ..] [--out DIR] [--doc FILE]   (re-render from saved results)\n\
          \x20      sockbench check [-n SOCKETS] [-p PROCS] [--sockstat PATH|--no-sockstat] [--tools a,b,..]\n\
+         \x20      sockbench events [--rate R] [--seconds S] [--rounds N] [--max] [--soak S]  (connection events)\n\
          scales: N or N:PROCS (1k=50, 10k=100, 60k=300, 100k=300, 200k=500 processes by default)"
     );
     std::process::exit(2)
@@ -87,6 +89,17 @@ fn main() {
     if args.first().map(|s| s.as_str()) == Some("inner") {
         args.remove(0);
         std::process::exit(inner::main(args));
+    }
+    match args.first().map(|s| s.as_str()) {
+        Some("events") => {
+            args.remove(0);
+            std::process::exit(events::main(args));
+        }
+        Some("events-trial") => {
+            args.remove(0);
+            std::process::exit(events::trial(args));
+        }
+        _ => {}
     }
     let cmd = if args.is_empty() || args[0].starts_with('-') {
         "run".to_string()

@@ -299,6 +299,18 @@ pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         }
     }
     run.out.flush()?;
+    if !run.lost.is_zero() {
+        // Also where a reader of the output file would not look.
+        eprintln!(
+            "sockstat: {}",
+            conn_events::lost_line(SystemTime::now(), &run.lost, &LineOptions::default())
+                .split_once("lost")
+                .map_or(String::new(), |(_, rest)| format!(
+                    "lost over the run: {}",
+                    rest.trim()
+                ))
+        );
+    }
     if a.bpf_stats {
         eprintln!(
             "sockstat: BPF programs loaded and attached in {:.1} ms",
