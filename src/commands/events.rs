@@ -146,8 +146,7 @@ impl Run<'_> {
         }
         let zone = self.zones.all().then(|| self.zones.name(e.netns));
         if self.a.json {
-            serde_json::to_writer(&mut self.out, &conn_events::json(e, zone.as_deref()))?;
-            self.out.write_all(b"\n")
+            conn_events::write_json(&mut self.out, e, zone.as_deref())
         } else {
             writeln!(
                 self.out,

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::fmt::{self, utc_timestamp};
@@ -164,101 +165,138 @@ pub fn line(e: &ConnEvent, zone: Option<&str>, o: &LineOptions) -> String {
     s.trim_end().to_string()
 }
 
-fn process_json(p: &EventProcess) -> Value {
-    json!({
-        "pid": p.pid,
-        "command": p.command.to_string_lossy(),
-        "uid": p.uid,
-        "user": p.user,
-    })
-}
-
 fn endpoint_json(a: &std::net::SocketAddr) -> Value {
     json!({"address": a.ip().to_string(), "port": a.port()})
 }
 
-/// One event as a JSON object (the schema's `connect`, `accept`, `close` or `failed`).
-/// `zone` is the zone's name, included when given.
-pub fn json(e: &ConnEvent, zone: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("version".into(), VERSION.into());
-    m.insert("event".into(), e.kind.name().into());
-    m.insert("time".into(), utc_timestamp(e.time).into());
-    m.insert("cookie".into(), e.cookie.to_string().into());
-    m.insert("proto".into(), "tcp".into());
-    m.insert(
-        "family".into(),
-        match e.family {
-            Family::Inet6 => "inet6",
-            _ => "inet",
+#[derive(Serialize)]
+struct EndpointOut {
+    address: std::net::IpAddr,
+    port: u16,
+}
+
+#[derive(Serialize)]
+struct ProcessOut<'a> {
+    pid: u32,
+    command: std::borrow::Cow<'a, str>,
+    uid: u32,
+    user: Option<&'a str>,
+}
+
+impl<'a> ProcessOut<'a> {
+    fn of(p: &'a EventProcess) -> ProcessOut<'a> {
+        ProcessOut {
+            pid: p.pid,
+            command: p.command.to_string_lossy(),
+            uid: p.uid,
+            user: p.user.as_deref(),
         }
-        .into(),
-    );
-    m.insert("netns".into(), e.netns.into());
-    if let Some(z) = zone {
-        m.insert("zone".into(), z.into());
     }
-    m.insert("local".into(), endpoint_json(&e.local));
-    m.insert("remote".into(), endpoint_json(&e.remote));
-    m.insert(
-        "side".into(),
-        e.side.map_or(Value::Null, |s| s.name().into()),
-    );
-    m.insert(
-        "process".into(),
-        e.process.as_ref().map_or(Value::Null, process_json),
-    );
-    if let Some(st) = e.process_status {
-        m.insert("process_status".into(), st.name().into());
-    }
-    if let Some(p) = &e.peer {
-        m.insert("peer".into(), process_json(p));
-    }
-    let opt = |v: Option<u64>| v.map_or(Value::Null, Value::from);
+}
+
+/// One event in the schema's shape. `Option<Option<T>>`: the outer `None` leaves a field out
+/// (it does not apply to this kind of event), `Some(None)` writes `null` (it applies, but is
+/// not known).
+#[derive(Serialize)]
+struct EventOut<'a> {
+    version: u32,
+    event: &'static str,
+    time: String,
+    cookie: String,
+    proto: &'static str,
+    family: &'static str,
+    netns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    zone: Option<&'a str>,
+    local: EndpointOut,
+    remote: EndpointOut,
+    side: Option<&'static str>,
+    process: Option<ProcessOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process_status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer: Option<ProcessOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_us: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connect_latency_us: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accept_wait_us: Option<Option<u64>>,
+    syn_retransmits: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_sent: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_received: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end: Option<Option<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<Option<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errno: Option<i32>,
+}
+
+fn event_out<'a>(e: &'a ConnEvent, zone: Option<&'a str>) -> EventOut<'a> {
     let client = e.side == Some(Side::Client);
     let server = e.side == Some(Side::Server);
-    match e.kind {
-        EventKind::Connect => {
-            m.insert("connect_latency_us".into(), opt(e.connect_latency_us));
-        }
-        EventKind::Accept => {
-            m.insert("accept_wait_us".into(), opt(e.accept_wait_us));
-        }
-        EventKind::Close => {
-            m.insert("duration_us".into(), opt(e.duration_us));
-            if client {
-                m.insert("connect_latency_us".into(), opt(e.connect_latency_us));
-            }
-            if server {
-                m.insert("accept_wait_us".into(), opt(e.accept_wait_us));
-            }
-        }
-        EventKind::Failed => {
-            m.insert("connect_latency_us".into(), opt(e.connect_latency_us));
-        }
+    let kind = e.kind;
+    let when = |on: bool, v: Option<u64>| on.then_some(v);
+    EventOut {
+        version: VERSION,
+        event: kind.name(),
+        time: utc_timestamp(e.time),
+        cookie: e.cookie.to_string(),
+        proto: "tcp",
+        family: match e.family {
+            Family::Inet6 => "inet6",
+            _ => "inet",
+        },
+        netns: e.netns,
+        zone,
+        local: EndpointOut {
+            address: e.local.ip(),
+            port: e.local.port(),
+        },
+        remote: EndpointOut {
+            address: e.remote.ip(),
+            port: e.remote.port(),
+        },
+        side: e.side.map(Side::name),
+        process: e.process.as_ref().map(ProcessOut::of),
+        process_status: e.process_status.map(|s| s.name()),
+        peer: e.peer.as_ref().map(ProcessOut::of),
+        duration_us: when(kind == EventKind::Close, e.duration_us),
+        connect_latency_us: when(
+            matches!(kind, EventKind::Connect | EventKind::Failed)
+                || (kind == EventKind::Close && client),
+            e.connect_latency_us,
+        ),
+        accept_wait_us: when(
+            kind == EventKind::Accept || (kind == EventKind::Close && server),
+            e.accept_wait_us,
+        ),
+        syn_retransmits: e.syn_retransmits,
+        bytes_sent: when(kind == EventKind::Close, e.bytes_sent),
+        bytes_received: when(kind == EventKind::Close, e.bytes_received),
+        end: (kind == EventKind::Close).then_some(e.end.map(|x| x.name())),
+        reason: (kind == EventKind::Failed).then_some(e.reason.map(|r| r.name())),
+        errno: e.errno,
     }
-    m.insert(
-        "syn_retransmits".into(),
-        opt(e.syn_retransmits.map(u64::from)),
-    );
-    match e.kind {
-        EventKind::Close => {
-            m.insert("bytes_sent".into(), opt(e.bytes_sent));
-            m.insert("bytes_received".into(), opt(e.bytes_received));
-            m.insert("end".into(), e.end.map_or(Value::Null, |x| x.name().into()));
-        }
-        EventKind::Failed => {
-            m.insert(
-                "reason".into(),
-                e.reason.map_or(Value::Null, |r| r.name().into()),
-            );
-        }
-        _ => {}
-    }
-    if let Some(errno) = e.errno {
-        m.insert("errno".into(), errno.into());
-    }
-    Value::Object(m)
+}
+
+/// Writes one event as a JSON object (the schema's `connect`, `accept`, `close` or `failed`)
+/// on one line. `zone` is the zone's name, included when given.
+pub fn write_json(
+    out: &mut impl std::io::Write,
+    e: &ConnEvent,
+    zone: Option<&str>,
+) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &event_out(e, zone))?;
+    out.write_all(b"\n")
+}
+
+/// One event as a JSON value (see [`write_json`]).
+pub fn json(e: &ConnEvent, zone: Option<&str>) -> Value {
+    serde_json::to_value(event_out(e, zone)).unwrap_or(Value::Null)
 }
 
 /// A `lost` event: what the kernel could not hand over since the last one.
