@@ -27,7 +27,7 @@ const COMM_ENV: &str = "SOCKSTAT_EVENTS_COMM";
 
 // ---------------------------------------------------------------------------------------------
 // The workload: `server:PORT:N:RECV:SEND:FIRST`, `client:PORT:N:SEND:RECV:FIRST:PARALLEL`,
-// `refused:PORT`. FIRST says which end closes first (`server` or `client`); the other waits for
+// `refused:PORT`, `drops:UDP_PORT:TCP_PORT:MILLIS`. FIRST says which end closes first (`server` or `client`); the other waits for
 // end of file. Addresses are 127.0.0.1 in whatever namespace the process runs in.
 
 fn fail(msg: String) -> ! {
@@ -111,6 +111,17 @@ pub fn workload_if_requested() {
                 for _ in 0..n {
                     one();
                 }
+            }
+        }
+        "drops" => {
+            // drops:UDP_PORT:TCP_PORT:MILLIS: a datagram and a refused connect every 50 ms.
+            let udp = std::net::UdpSocket::bind("127.0.0.1:0")
+                .unwrap_or_else(|e| fail(format!("udp: {e}")));
+            let until = Instant::now() + Duration::from_millis(num(3) as u64);
+            while Instant::now() < until {
+                let _ = udp.send_to(b"x", ("127.0.0.1", num(1) as u16));
+                let _ = TcpStream::connect(("127.0.0.1", num(2) as u16));
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
         "refused" => {
@@ -702,4 +713,85 @@ fn unprivileged_says_what_is_missing() {
         lines[0].contains("--events (polling)") && lines[0].contains("longer than its interval"),
         "{stderr}"
     );
+}
+
+/// `sockstat drops` counts what nftables dropped, by reason, protocol and destination port, and
+/// a SYN to a closed port as NO_SOCKET.
+#[test]
+fn drops_by_reason_and_port() {
+    require_root!("events_drops");
+    if Command::new("nft").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: drops_by_reason_and_port needs nft (apt-get install nftables)");
+        return;
+    }
+    let probe = Command::new(SOCKSTAT)
+        .args(["drops", "0.01"])
+        .output()
+        .expect("run sockstat drops");
+    if probe.status.code() != Some(0) {
+        eprintln!(
+            "SKIPPED: sockstat drops cannot count here: {}",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        );
+        return;
+    }
+    let ns = Netns::new();
+    let rules = "\
+table inet droptest {
+  chain out {
+    type filter hook output priority 0; policy accept;
+    udp dport 47342 counter drop comment \"udp\"
+  }
+}
+";
+    if let Some(err) = nft(&ns, rules) {
+        eprintln!("SKIPPED: drops_by_reason_and_port: nft refused the rules: {err}");
+        return;
+    }
+    let counting = Command::new(SOCKSTAT)
+        .args(["drops", "3", "--json", "-p", "47341,47342"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sockstat drops");
+    // Packets all through the window: a datagram nftables drops, a SYN nothing listens for.
+    let traffic = Workload::spawn(&ns, "evdrop", "drops:47342:47341:2500");
+    let out = counting.wait_with_output().expect("wait");
+    traffic.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/doc/drops.schema.json"
+        ))
+        .expect("doc/drops.schema.json"),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}\n{v}");
+    let row = |reason: &str, proto: &str, port: u64| {
+        v["drops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["reason"] == reason && r["proto"] == proto && r["port"] == port)
+            .map(|r| r["count"].as_u64().unwrap())
+    };
+    let udp =
+        row("NETFILTER_DROP", "udp", 47342).unwrap_or_else(|| panic!("no NETFILTER_DROP row: {v}"));
+    assert!(
+        udp >= 1 && udp <= nft_counter(&ns, "udp"),
+        "{udp} vs the rule's counter: {v}"
+    );
+    let syn = row("NO_SOCKET", "tcp", 47341).unwrap_or_else(|| panic!("no NO_SOCKET row: {v}"));
+    assert!(syn >= 1, "{v}");
+    // -p kept only these ports.
+    assert!(v["drops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["port"] == 47341 || r["port"] == 47342));
 }

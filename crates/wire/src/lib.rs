@@ -26,6 +26,7 @@ pub mod netlink;
 pub mod packet_diag;
 pub mod proc_net;
 pub mod proc_pid;
+pub mod skb_drops;
 pub mod snmp;
 pub mod sock_destroy;
 pub mod sysctl;

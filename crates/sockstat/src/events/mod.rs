@@ -23,6 +23,7 @@
 //! | LAST_ACK | 0 | remote-close |
 //! | ESTABLISHED, CLOSE_WAIT | 0 | reset-sent (closed with unread data, or SO_LINGER 0) |
 
+pub mod drops;
 pub mod stats;
 
 pub use crate::sys::tcp_events::{Tracer, Unavailable, CONNS_MAX, RING_BYTES};

@@ -6,6 +6,7 @@ pub mod conn_events;
 pub mod counters;
 pub mod csv;
 pub mod diagnose;
+pub mod drops;
 pub mod events;
 pub mod fmt;
 pub mod json;

@@ -12,6 +12,7 @@ pub mod netlink;
 pub mod netns;
 pub mod owners;
 pub mod sampler;
+pub mod skb_drops;
 pub mod sysctl;
 pub mod taskfile;
 pub mod tcp_events;
