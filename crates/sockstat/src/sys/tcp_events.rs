@@ -283,32 +283,75 @@ fn attach_accept(layout: &Layout, maps: &Maps) -> Result<Attached, String> {
 mod tests {
     use std::io::{Read, Write};
 
+    use sockstat_wire::tcp_events::{flag, kind, side, Record};
+
+    /// As root, one loopback connection made by this process gives a connect, an accept and
+    /// two closes, with this process on both sides and the payload in the byte counters.
     #[test]
-    fn smoke() {
+    fn one_connection_from_open_to_close() {
         if !rustix::process::geteuid().is_root() {
-            eprintln!("SKIPPED smoke: needs root");
+            eprintln!(
+                "SKIPPED one_connection_from_open_to_close: needs root (CAP_BPF + CAP_PERFMON)"
+            );
             return;
         }
-        let mut t = match super::Tracer::start(true, super::RING_BYTES) {
-            Ok(t) => t,
-            Err(e) => panic!("{e}"),
-        };
-        eprintln!("load {:?}, accept: {:?}", t.load_time, t.accept_unavailable);
+        let mut t =
+            super::Tracer::start(true, super::RING_BYTES).expect("the tracer starts as root");
+        assert!(t.load_time.as_secs() < 10);
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
         let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
         let (mut s, _) = l.accept().unwrap();
         c.write_all(&[1u8; 100]).unwrap();
-        let mut b = [0u8; 100];
-        s.read_exact(&mut b).unwrap();
+        s.read_exact(&mut [0u8; 100]).unwrap();
         s.write_all(&[2u8; 200]).unwrap();
-        let mut b = [0u8; 200];
-        c.read_exact(&mut b).unwrap();
+        c.read_exact(&mut [0u8; 200]).unwrap();
         drop(c);
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        s.read_to_end(&mut Vec::new()).unwrap();
         drop(s);
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        t.drain(|r| eprintln!("{r:?}"));
-        eprintln!("{:?} {:?}", t.lost(), t.run_stats());
+        let mut mine: Vec<Record> = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while mine.iter().filter(|r| r.kind == kind::CLOSE).count() < 2 {
+            assert!(std::time::Instant::now() < deadline, "records: {mine:?}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            t.drain(|r| {
+                if r.local_port == port || r.remote_port == port {
+                    mine.push(r)
+                }
+            });
+        }
+        let me = std::process::id();
+        let find = |k: u8, sd: u8| {
+            mine.iter()
+                .find(|r| r.kind == k && r.side == sd)
+                .unwrap_or_else(|| panic!("no record {k}/{sd} in {mine:?}"))
+        };
+        let connect = find(kind::CONNECT, side::CLIENT);
+        assert_eq!(connect.pid, me);
+        assert_eq!(connect.remote_port, port);
+        assert!(connect.established_ns >= connect.start_ns && connect.start_ns > 0);
+        let accept = find(kind::ACCEPT, side::SERVER);
+        assert_eq!((accept.pid, accept.local_port), (me, port));
+        assert!(accept.accepted_ns >= accept.established_ns);
+        let client = find(kind::CLOSE, side::CLIENT);
+        assert_eq!(client.cookie, connect.cookie);
+        // 100 + FIN acknowledged (the SYN is in the baseline); 200 received, and the peer's
+        // FIN when it arrived before this end left FIN_WAIT2 (a race on loopback).
+        assert_eq!(client.bytes_acked - client.bytes_acked_at_establish, 101);
+        let peer_fin = u64::from(client.flags & flag::PEER_FIN != 0);
+        assert_eq!(
+            client.bytes_received - client.bytes_received_at_establish - peer_fin,
+            200
+        );
+        let server = find(kind::CLOSE, side::SERVER);
+        assert_eq!((server.cookie, server.pid), (accept.cookie, me));
+        assert_eq!(
+            server.bytes_received - server.bytes_received_at_establish,
+            101
+        );
+        assert_eq!(t.lost().unwrap().events(), 0);
+        let stats = t.run_stats();
+        assert_eq!(stats.len(), 2, "{stats:?}");
+        assert!(stats.iter().all(|(_, s)| s.runs > 0), "{stats:?}");
     }
 }
