@@ -15,7 +15,7 @@
 //!   accepting process is not in context anywhere else a tracepoint fires; `fexit` on
 //!   `inet_csk_accept` would be cheaper, but BPF trampolines are not available on every kernel
 //!   that has tracepoints.)
-//! - **`tp_btf/kfree_skb`** (`sockstat drops`, see [`drops_program`]).
+//! - **`tp_btf/kfree_skb`** (`sockstat drops`, see [`crate::skb_drops`]).
 //!
 //! Records go through a `BPF_MAP_TYPE_RINGBUF` (5.8). A record the ring has no room for is
 //! counted in a counters array ([`LOST_RING`]), as is a connection whose entry could not be
@@ -346,7 +346,7 @@ impl AcceptLayout {
 impl Layout {
     /// Reads the layout from a kernel's BTF. The error names what is missing. A kernel whose
     /// BTF lacks what the accept program reads still traces connects and closes:
-    /// [`Layout::accept`] is `None` and [`Layout::accept_missing`] says why.
+    /// [`Layout::accept`] is `None` and the second value says why.
     pub fn from_btf(btf: &Btf<'_>) -> Result<(Layout, Option<String>), String> {
         let set_state_btf_id = btf
             .find(Kind::Typedef, "btf_trace_inet_sock_set_state")

@@ -1,6 +1,6 @@
 //! Connection events (`sockstat events`) as text lines or JSON Lines, and their summary
 //! (`--stats`) as text or one JSON object. Schema: doc/json-schema.md, "Connection events";
-//! doc/events.schema.json.
+//! doc/connection-events.schema.json.
 
 use std::fmt::Write as _;
 use std::time::SystemTime;
