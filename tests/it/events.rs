@@ -378,6 +378,9 @@ fn port(v: &Value, end: &str) -> u64 {
 #[test]
 fn every_connection_once_with_the_process_on_each_side() {
     require_root!("events_every_connection");
+    // The tracer's sys_exit program runs on every system call of the host: keep it away from
+    // the tests that time refreshes and samples.
+    let _machine = crate::common::loads_the_machine();
     if !tracer_available() {
         return;
     }
@@ -532,6 +535,9 @@ fn nft_counter(ns: &Netns, comment: &str) -> u64 {
 #[test]
 fn dropped_syns_show_as_second_long_connects() {
     require_root!("events_dropped_syns");
+    // The tracer's sys_exit program runs on every system call of the host: keep it away from
+    // the tests that time refreshes and samples.
+    let _machine = crate::common::loads_the_machine();
     if Command::new("nft").arg("--version").output().is_err() {
         eprintln!("SKIPPED: dropped_syns_show_as_second_long_connects needs nft (apt-get install nftables)");
         return;
@@ -645,6 +651,9 @@ table inet evtest {
 #[test]
 fn a_full_ring_is_reported_as_lost() {
     require_root!("events_lost");
+    // The tracer's sys_exit program runs on every system call of the host: keep it away from
+    // the tests that time refreshes and samples.
+    let _machine = crate::common::loads_the_machine();
     if !tracer_available() {
         return;
     }
@@ -720,6 +729,9 @@ fn unprivileged_says_what_is_missing() {
 #[test]
 fn drops_by_reason_and_port() {
     require_root!("events_drops");
+    // The tracer's sys_exit program runs on every system call of the host: keep it away from
+    // the tests that time refreshes and samples.
+    let _machine = crate::common::loads_the_machine();
     if Command::new("nft").arg("--version").output().is_err() {
         eprintln!("SKIPPED: drops_by_reason_and_port needs nft (apt-get install nftables)");
         return;
