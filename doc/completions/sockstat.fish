@@ -206,7 +206,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s h -l help -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s p -d 'Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a destination port for clients, a listening port for servers' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l src -d 'Only connections whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l dst -d 'Only connections whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 'Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 'Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait); and, with CAP_BPF and CAP_PERFMON (or root), the processes that opened connections to each destination meanwhile (from connection events, as `sockstat events` sees them)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"

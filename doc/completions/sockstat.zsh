@@ -236,7 +236,7 @@ _arguments "${_arguments_options[@]}" : \
 '-p+[Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100)\: a destination port for clients, a listening port for servers]:PORTS:_default' \
 '--src=[Only connections whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
 '--dst=[Only connections whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
-'--interval=[Sample twice, SECONDS apart\: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait)]:SECONDS:_default' \
+'--interval=[Sample twice, SECONDS apart\: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait); and, with CAP_BPF and CAP_PERFMON (or root), the processes that opened connections to each destination meanwhile (from connection events, as \`sockstat events\` sees them)]:SECONDS:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \

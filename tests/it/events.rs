@@ -807,3 +807,61 @@ table inet droptest {
         .iter()
         .all(|r| r["port"] == 47341 || r["port"] == 47342));
 }
+
+/// `sockstat ports --interval` names the process that opened the connections to a destination
+/// during the interval: TIME-WAIT entries have no owner, connection events do.
+#[test]
+fn ports_names_who_opened_the_connections() {
+    require_root!("events_ports_openers");
+    let _machine = crate::common::loads_the_machine();
+    if !tracer_available() {
+        return;
+    }
+    let ns = Netns::new();
+    let mut srv = Workload::spawn(&ns, "evportsrv", "server:47351:20:1:1:client");
+    srv.ready();
+    let ports = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.name,
+            SOCKSTAT,
+            "ports",
+            "--interval",
+            "3",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sockstat ports");
+    // The tracer is attached before the first sample; give it that long, then connect.
+    std::thread::sleep(Duration::from_millis(1500));
+    let cli = Workload::spawn(&ns, "evports", "client:47351:20:1:1:client");
+    let pid = cli.pid();
+    cli.wait();
+    srv.wait();
+    let out = ports.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    crate::common::validate_against("ports.schema.json", &v);
+    let d = v["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["remote_port"] == 47351)
+        .unwrap_or_else(|| panic!("no destination 47351: {v}"));
+    // The client closed first: its 20 ports are in TIME-WAIT, owned by no one...
+    assert_eq!(d["time_wait"], 20, "{d}");
+    // ... and the events say who opened them.
+    assert_eq!(
+        d["opened_by"],
+        serde_json::json!([{"pid": pid, "command": "evports", "connections": 20, "failed": 0}]),
+        "{d}"
+    );
+}

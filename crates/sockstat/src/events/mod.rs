@@ -24,6 +24,7 @@
 //! | ESTABLISHED, CLOSE_WAIT | 0 | reset-sent (closed with unread data, or SO_LINGER 0) |
 
 pub mod drops;
+pub mod openers;
 pub mod stats;
 
 pub use crate::sys::tcp_events::{Tracer, Unavailable, CONNS_MAX, RING_BYTES};
@@ -526,6 +527,12 @@ impl ConnEvent {
     }
 }
 
+/// The inode of the network namespace this thread runs in (what events carry as `netns`).
+pub fn own_netns() -> Option<u64> {
+    let link = std::fs::read_link("/proc/thread-self/ns/net").ok()?;
+    sockstat_wire::fd_link::netns_inode(link.as_os_str().as_encoded_bytes())
+}
+
 /// Which network namespaces' events a query selects, and their zone names (for `-Z`).
 ///
 /// Like the listing: the namespace this process runs in unless the query says `-z` or `-Z`.
@@ -554,18 +561,13 @@ impl ZoneScope {
         };
         match crate::sys::netns::select(&q.proc_root, &q.zones)? {
             None => {
-                let own = std::fs::read_link("/proc/thread-self/ns/net")
-                    .ok()
-                    .and_then(|l| {
-                        sockstat_wire::fd_link::netns_inode(l.as_os_str().as_encoded_bytes())
-                    })
-                    .ok_or_else(|| {
-                        crate::Error::from(crate::SysError::other(
-                            "reading this process's network namespace (/proc/thread-self/ns/net)",
-                            crate::ErrorKind::Unsupported,
-                            "no net:[inode] link",
-                        ))
-                    })?;
+                let own = own_netns().ok_or_else(|| {
+                    crate::Error::from(crate::SysError::other(
+                        "reading this process's network namespace (/proc/thread-self/ns/net)",
+                        crate::ErrorKind::Unsupported,
+                        "no net:[inode] link",
+                    ))
+                })?;
                 z.only = Some(std::collections::HashSet::from([own]));
             }
             Some((targets, _)) => {
