@@ -32,11 +32,13 @@ pub struct Opener {
 
 /// (netns, local address, remote address, remote port).
 type DestKey = (u64, IpAddr, IpAddr, u16);
+/// (pid, command) -> (connects, of which failed).
+type ByProcess = BTreeMap<(u32, RawString), (u64, u64)>;
 
 /// connect() calls by destination and process, from connection events.
 #[derive(Debug, Default)]
 pub struct Openers {
-    by_dest: HashMap<DestKey, BTreeMap<(u32, RawString), (u64, u64)>>,
+    by_dest: HashMap<DestKey, ByProcess>,
     /// Connects not counted because [`MAX_DESTINATIONS`] destinations were already followed.
     pub dropped: u64,
 }
