@@ -865,3 +865,90 @@ fn ports_names_who_opened_the_connections() {
         "{d}"
     );
 }
+
+/// As root, `sockstat diagnose` traces the connects of its interval: SYNs dropped by nftables
+/// show as a retransmissions finding with the measured latencies, the destination and the
+/// process, though no handshake is in SYN-SENT at either sample.
+#[test]
+fn diagnose_uses_measured_connect_latencies() {
+    require_root!("events_diagnose");
+    let _machine = crate::common::loads_the_machine();
+    if Command::new("nft").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: diagnose_uses_measured_connect_latencies needs nft");
+        return;
+    }
+    if !tracer_available() {
+        return;
+    }
+    let ns = Netns::new();
+    let rules = "\
+table inet diagtest {
+  set once { type inet_service; flags dynamic,timeout; timeout 60s; }
+  chain out {
+    type filter hook output priority 0; policy accept;
+    tcp dport 47361 tcp flags & (syn | ack) == syn tcp sport != @once add @once { tcp sport } counter drop
+  }
+}
+";
+    if let Some(err) = nft(&ns, rules) {
+        eprintln!(
+            "SKIPPED: diagnose_uses_measured_connect_latencies: nft refused the rules: {err}"
+        );
+        return;
+    }
+    let mut srv = Workload::spawn(&ns, "evdiagsrv", "server:47361:3:1:1:server");
+    srv.ready();
+    let diag = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.name,
+            SOCKSTAT,
+            "diagnose",
+            "--interval",
+            "4",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sockstat diagnose");
+    std::thread::sleep(Duration::from_millis(1500));
+    // Three connects, each waiting 1 s for its dropped SYN to be sent again; all done well
+    // before the second sample.
+    Workload::spawn(&ns, "evdiagcli", "client:47361:3:1:1:server:parallel").wait();
+    srv.wait();
+    let out = diag.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    crate::common::validate_against("diagnose.schema.json", &v);
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "retransmissions" && f["evidence"]["slow_connects"].is_u64())
+        .unwrap_or_else(|| panic!("no measured-connects finding: {v}"));
+    let ev = &f["evidence"];
+    assert_eq!(ev["connects_measured"], 3, "{f}");
+    assert_eq!(ev["slow_connects"], 3, "{f}");
+    assert_eq!(ev["syn_retransmits"], 3, "{f}");
+    assert!(ev["p50_connect_us"].as_u64().unwrap() >= 1_000_000, "{f}");
+    assert_eq!(ev["slowest_destination"], "127.0.0.1:47361", "{f}");
+    assert!(
+        ev["slowest_destination_callers"]
+            .as_str()
+            .unwrap()
+            .contains("evdiagcli["),
+        "{f}"
+    );
+    assert_eq!(f["severity"], "critical", "all of them were slow: {f}");
+    assert!(
+        !v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "connect-events-unavailable"),
+        "{v}"
+    );
+}

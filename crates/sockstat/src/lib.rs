@@ -144,6 +144,7 @@ pub fn diagnose_connections(
     let how = Diagnosis {
         bandwidth,
         exact_locks: false,
+        connect_events: false,
     };
     sys::diagnose::run(query, interval, &how)
 }

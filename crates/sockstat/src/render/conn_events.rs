@@ -596,7 +596,7 @@ mod tests {
         );
         assert!(l.contains("python3[5446] alice"), "{l}");
         assert!(
-            l.contains("local-close after 999.9ms, sent 100 received 200"),
+            l.contains("local-close after 1s, sent 100 received 200"),
             "{l}"
         );
         let n = line(
