@@ -683,7 +683,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__serve)
-            opts="-h --listen --top --scrape-budget --web.config.file --proc-root --help --watch --count"
+            opts="-h --listen --top --scrape-budget --web.config.file --events --proc-root --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -265,6 +265,7 @@ _arguments "${_arguments_options[@]}" : \
 '--proc-root=[Read /proc from this directory (testing)]:DIR:_files' \
 '--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
+'--events[Also export connection events (as \`sockstat events\` traces them) and dropped packets\: connect-latency and accept-wait histograms by port (the first 32 ports, the rest as port="other"), connections by side, failures by reason, closes by how they ended, events lost, and drops by reason and protocol. Needs CAP_BPF and CAP_PERFMON (or root) at start; the programs stay attached after the capabilities are dropped]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0

@@ -27,7 +27,7 @@ const COMM_ENV: &str = "SOCKSTAT_EVENTS_COMM";
 
 // ---------------------------------------------------------------------------------------------
 // The workload: `server:PORT:N:RECV:SEND:FIRST`, `client:PORT:N:SEND:RECV:FIRST:PARALLEL`,
-// `refused:PORT`, `drops:UDP_PORT:TCP_PORT:MILLIS`. FIRST says which end closes first (`server` or `client`); the other waits for
+// `refused:PORT`, `drops:UDP_PORT:TCP_PORT:MILLIS`, `get:PORT`. FIRST says which end closes first (`server` or `client`); the other waits for
 // end of file. Addresses are 127.0.0.1 in whatever namespace the process runs in.
 
 fn fail(msg: String) -> ! {
@@ -123,6 +123,17 @@ pub fn workload_if_requested() {
                 let _ = TcpStream::connect(("127.0.0.1", num(2) as u16));
                 std::thread::sleep(Duration::from_millis(50));
             }
+        }
+        "get" => {
+            // get:PORT: an HTTP GET of /metrics, the answer on stdout.
+            let mut s = TcpStream::connect(("127.0.0.1", num(1) as u16))
+                .unwrap_or_else(|e| fail(format!("connect: {e}")));
+            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+                .unwrap_or_else(|e| fail(format!("write: {e}")));
+            let mut body = Vec::new();
+            s.read_to_end(&mut body)
+                .unwrap_or_else(|e| fail(format!("read: {e}")));
+            std::io::stdout().write_all(&body).ok();
         }
         "refused" => {
             if let Ok(s) = TcpStream::connect(("127.0.0.1", num(1) as u16)) {
@@ -950,5 +961,101 @@ table inet diagtest {
             .iter()
             .any(|w| w["code"] == "connect-events-unavailable"),
         "{v}"
+    );
+}
+
+/// `sockstat serve --events` exports connect-latency and accept-wait histograms by port and
+/// connections by side, and the output passes `promtool check metrics`. In a namespace of its
+/// own, so that the first ports it sees (which get labels of their own) are the test's.
+#[test]
+fn serve_exports_event_histograms() {
+    require_root!("events_serve");
+    let _machine = crate::common::loads_the_machine();
+    if !tracer_available() {
+        return;
+    }
+    let ns = Netns::new();
+    let server = crate::serve::serve_with(
+        &["ip", "netns", "exec", &ns.name],
+        &["--events", "--scrape-budget", "10s"],
+    );
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let mut srv = Workload::spawn(&ns, "evservesrv", "server:47371:10:1:1:server");
+    srv.ready();
+    Workload::spawn(&ns, "evservecli", "client:47371:10:1:1:server").wait();
+    srv.wait();
+    let scrape = || {
+        let mut w = Workload::spawn(&ns, "evscrape", &format!("get:{port}"));
+        let mut out = String::new();
+        w.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        w.wait();
+        out
+    };
+    // The events thread reads the ring every 100 ms.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let a = scrape();
+        if a.contains("sockstat_accept_wait_seconds_count{port=\"47371\"} 10")
+            || Instant::now() > deadline
+        {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.as_str(), |(_, b)| b)
+        .to_string();
+    let v = |s: &str| crate::serve::value(&body, s);
+    assert_eq!(
+        v("sockstat_connect_latency_seconds_count{port=\"47371\"}"),
+        10.0
+    );
+    assert_eq!(
+        v("sockstat_accept_wait_seconds_count{port=\"47371\"}"),
+        10.0
+    );
+    assert_eq!(
+        v("sockstat_connect_latency_seconds_bucket{port=\"47371\",le=\"+Inf\"}"),
+        10.0
+    );
+    // The workload's 10 and the scrapes' own connections.
+    assert!(v("sockstat_connections_total{side=\"client\"}") >= 10.0);
+    assert_eq!(
+        v("sockstat_connection_closes_total{side=\"server\",end=\"local-close\"}"),
+        v("sockstat_connection_closes_total{side=\"client\",end=\"remote-close\"}")
+    );
+    assert_eq!(v("sockstat_events_lost_total{reason=\"ring_full\"}"), 0.0);
+    assert!(
+        body.contains("# TYPE sockstat_drops_total counter"),
+        "{body}"
+    );
+    if !crate::serve::which("promtool") {
+        eprintln!("SKIPPED: promtool not found (Debian package prometheus); output not linted");
+        return;
+    }
+    let mut p = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    p.stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .expect("feed promtool");
+    let out = p.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

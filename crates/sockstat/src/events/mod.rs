@@ -24,6 +24,7 @@
 //! | ESTABLISHED, CLOSE_WAIT | 0 | reset-sent (closed with unread data, or SO_LINGER 0) |
 
 pub mod drops;
+pub mod metrics;
 pub mod openers;
 pub mod stats;
 

@@ -7,6 +7,7 @@ pub mod counters;
 pub mod csv;
 pub mod diagnose;
 pub mod drops;
+pub mod event_metrics;
 pub mod events;
 pub mod fmt;
 pub mod json;
