@@ -10,14 +10,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
 use sockstat::events::stats::Stats;
-use sockstat::events::{Clock, ConnEvent, Lost, Peers, Tracer, UserNames, ZoneScope};
+use sockstat::events::{Clock, ConnEvent, Lost, Peers, Record, Tracer, UserNames, ZoneScope};
 use sockstat::render::conn_events::{self, LineOptions};
 use sockstat::Query;
 
 use crate::cli::{Cli, FilterArgs, OwnerScanArg, SourceArg, SourceArgs};
 
-/// How often the ring buffer is read.
+/// How long the consumer waits for records before checking for a stop.
 const POLL: Duration = Duration::from_millis(50);
+/// Records that may wait between the ring-reading thread and the consumer (160 bytes each:
+/// 80 MB at most), about six seconds of 20,000 connections per second on both ends.
+const MAX_BACKLOG: usize = 500_000;
 
 /// Flags of `sockstat events`.
 #[derive(Debug, Clone, clap::Args)]
@@ -121,6 +124,8 @@ struct Run<'a> {
     peers: Peers,
     stats: Stats,
     lost: Lost,
+    /// Records that did not decode, so far.
+    bad: u64,
     opts: LineOptions,
     out: io::BufWriter<io::StdoutLock<'static>>,
 }
@@ -156,8 +161,7 @@ impl Run<'_> {
         }
     }
 
-    fn report_lost(&mut self, tracer: &Tracer) -> anyhow::Result<()> {
-        let now = tracer.lost().context("cannot read the tracer's counters")?;
+    fn report_lost(&mut self, now: Lost) -> anyhow::Result<()> {
         let new = now.since(&self.lost);
         self.lost = now;
         if new.is_zero() {
@@ -181,27 +185,29 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn drain(&mut self, tracer: &mut Tracer) -> anyhow::Result<()> {
-        let mut failed: Option<io::Error> = None;
+    /// Handles the batches of records the reading thread handed over, then reports what was
+    /// lost meanwhile.
+    fn handle_batches(
+        &mut self,
+        batches: Vec<Vec<Record>>,
+        lost: (Lost, u64),
+    ) -> anyhow::Result<()> {
         let clock = self.clock;
-        let (_, bad) = tracer.drain(|r| {
-            if failed.is_some() {
-                return;
+        for r in batches.iter().flatten() {
+            if let Some(mut e) = ConnEvent::from_record(r, &clock) {
+                self.handle(&mut e)?;
             }
-            if let Some(mut e) = ConnEvent::from_record(&r, &clock) {
-                if let Err(err) = self.handle(&mut e) {
-                    failed = Some(err);
-                }
-            }
-        });
-        if let Some(e) = failed {
-            return Err(e.into());
         }
-        if bad > 0 {
-            eprintln!("sockstat: {bad} event records did not decode (a bug: please report it)");
+        let (lost, bad) = lost;
+        if bad > self.bad {
+            eprintln!(
+                "sockstat: {} event records did not decode (a bug: please report it)",
+                bad - self.bad
+            );
+            self.bad = bad;
         }
         self.peers.expire(Clock::monotonic_now());
-        self.report_lost(tracer)?;
+        self.report_lost(lost)?;
         self.out.flush()?;
         Ok(())
     }
@@ -225,7 +231,7 @@ pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         Some(pages) => pages * page_size(),
         None => sockstat::events::RING_BYTES,
     };
-    let mut tracer = match Tracer::start(a.bpf_stats, ring_bytes) {
+    let tracer = match Tracer::start(a.bpf_stats, ring_bytes) {
         Ok(t) => t,
         Err(u) => {
             eprintln!(
@@ -260,24 +266,26 @@ pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
         peers: Peers::default(),
         stats: Stats::default(),
         lost: Lost::default(),
+        bad: 0,
         out: io::BufWriter::new(io::stdout().lock()),
     };
     if !a.json && !a.quiet && run.print_events() {
         writeln!(run.out, "{}", conn_events::header(&run.opts))?;
         run.out.flush()?;
     }
+    let mut reader = tracer
+        .spawn_reader(MAX_BACKLOG)
+        .context("starting the thread that reads the ring buffer")?;
     loop {
-        run.drain(&mut tracer)?;
+        let batches = reader.recv(POLL);
+        run.handle_batches(batches, reader.lost())?;
         if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let wait = deadline.map_or(POLL, |d| {
-            POLL.min(d.saturating_duration_since(Instant::now()))
-        });
-        std::thread::sleep(wait);
     }
     // What the kernel wrote up to now.
-    run.drain(&mut tracer)?;
+    let (tracer, rest) = reader.stop();
+    run.handle_batches(rest, reader.lost())?;
     let elapsed = started.elapsed().as_secs_f64();
     if a.stats {
         if a.json {
@@ -310,7 +318,7 @@ pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
                 ))
         );
     }
-    if a.bpf_stats {
+    if let (true, Some(tracer)) = (a.bpf_stats, &tracer) {
         eprintln!(
             "sockstat: BPF programs loaded and attached in {:.1} ms",
             tracer.load_time.as_secs_f64() * 1e3

@@ -996,8 +996,9 @@ fn serve_exports_event_histograms() {
         w.wait();
         out
     };
-    // The events thread reads the ring every 100 ms.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // The events thread reads the ring every 100 ms; a collection may take a while on a
+    // loaded machine (a late one is answered with sockstat_up 0).
+    let deadline = Instant::now() + Duration::from_secs(30);
     let answer = loop {
         let a = scrape();
         if a.contains("sockstat_accept_wait_seconds_count{port=\"47371\"} 10")

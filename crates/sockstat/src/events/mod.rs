@@ -28,14 +28,16 @@ pub mod metrics;
 pub mod openers;
 pub mod stats;
 
-pub use crate::sys::tcp_events::{Tracer, Unavailable, CONNS_MAX, RING_BYTES};
+pub use crate::sys::tcp_events::{BackgroundReader, Tracer, Unavailable, CONNS_MAX, RING_BYTES};
+/// One raw record as the kernel programs write it.
+pub use sockstat_wire::tcp_events::Record;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use sockstat_wire::tcp_events::{flag, kind, side, state, Record};
+use sockstat_wire::tcp_events::{flag, kind, side, state};
 
 use crate::model::{Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, SockType};
 use crate::query::Query;

@@ -253,6 +253,111 @@ impl Tracer {
     }
 }
 
+/// A [`Tracer`] read on a thread of its own: every 10 ms it moves what the kernel wrote out of
+/// the ring buffer (a copy per record, nothing else), so the ring stays nearly empty even when
+/// the consumer spends microseconds per event or is descheduled for a while on a busy host. The
+/// records wait in memory for the consumer, at most `max_backlog` of them; past that they are
+/// dropped and counted with the kernel's `ring_full`, never silently.
+pub struct BackgroundReader {
+    rx: std::sync::mpsc::Receiver<Vec<Record>>,
+    backlog: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    shared: std::sync::Arc<std::sync::Mutex<(Lost, u64, u64)>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Tracer>>,
+}
+
+impl Tracer {
+    /// Moves the tracer onto a reading thread (see [`BackgroundReader`]).
+    pub fn spawn_reader(mut self, max_backlog: usize) -> io::Result<BackgroundReader> {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex};
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Record>>();
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(Mutex::new((Lost::default(), 0u64, 0u64)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (b, sh, st) = (Arc::clone(&backlog), Arc::clone(&shared), Arc::clone(&stop));
+        let handle = std::thread::Builder::new()
+            .name("events-ring".into())
+            .spawn(move || {
+                let mut dropped = 0u64;
+                let mut bad = 0u64;
+                loop {
+                    let last = st.load(Ordering::Acquire);
+                    let mut batch = Vec::new();
+                    let (_, bad_now) = self.drain(|r| batch.push(r));
+                    bad += bad_now as u64;
+                    if !batch.is_empty() {
+                        let n = batch.len();
+                        if b.load(Ordering::Relaxed) + n > max_backlog {
+                            dropped += n as u64;
+                        } else {
+                            b.fetch_add(n, Ordering::Relaxed);
+                            if tx.send(batch).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    if let Ok(l) = self.lost() {
+                        let mut g = sh.lock().unwrap_or_else(|p| p.into_inner());
+                        *g = (l, dropped, bad);
+                    }
+                    if last {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                self
+            })?;
+        Ok(BackgroundReader {
+            rx,
+            backlog,
+            shared,
+            stop,
+            handle: Some(handle),
+        })
+    }
+}
+
+impl BackgroundReader {
+    /// Every batch waiting, after waiting up to `timeout` for the first.
+    pub fn recv(&self, timeout: std::time::Duration) -> Vec<Vec<Record>> {
+        use std::sync::atomic::Ordering;
+        let mut out = Vec::new();
+        if let Ok(b) = self.rx.recv_timeout(timeout) {
+            out.push(b);
+            while let Ok(b) = self.rx.try_recv() {
+                out.push(b);
+            }
+        }
+        let n: usize = out.iter().map(Vec::len).sum();
+        self.backlog.fetch_sub(n, Ordering::Relaxed);
+        out
+    }
+
+    /// What was lost so far: the kernel's counts, with the records this reader dropped
+    /// because the consumer was too far behind added to `ring_full`; and records that did not
+    /// decode (which the programs never write).
+    pub fn lost(&self) -> (Lost, u64) {
+        let g = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut l, dropped, bad) = *g;
+        l.ring_full += dropped;
+        (l, bad)
+    }
+
+    /// Stops the reading thread after one last drain; returns the tracer and the batches that
+    /// were still waiting. [`BackgroundReader::lost`] then gives the final counts.
+    pub fn stop(&mut self) -> (Option<Tracer>, Vec<Vec<Record>>) {
+        use std::sync::atomic::Ordering;
+        self.stop.store(true, Ordering::Release);
+        let tracer = self.handle.take().and_then(|h| h.join().ok());
+        let mut rest = Vec::new();
+        while let Ok(b) = self.rx.try_recv() {
+            rest.push(b);
+        }
+        (tracer, rest)
+    }
+}
+
 /// Loads and attaches the accept program; the error says why accepted connections will carry
 /// no process.
 fn attach_accept(layout: &Layout, maps: &Maps) -> Result<Attached, String> {
