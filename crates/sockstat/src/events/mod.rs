@@ -511,6 +511,9 @@ impl ConnEvent {
         if !q.matches_socket(&self.as_socket()) {
             return false;
         }
+        if q.pids.is_none() && q.uid.is_none() && q.command.is_none() {
+            return true;
+        }
         match &self.process {
             Some(p) => q.matches_owner(
                 &Owner { pid: p.pid, fd: 0 },
@@ -689,7 +692,9 @@ impl UserNames {
 /// ([`Peers::RETAIN`]), since the other end often closes a moment later.
 #[derive(Debug, Default)]
 pub struct Peers {
-    open: HashMap<(u64, SocketAddr, SocketAddr), (EventProcess, Option<u64>)>,
+    open: rustc_hash::FxHashMap<(u64, SocketAddr, SocketAddr), (EventProcess, Option<u64>)>,
+    /// When [`Peers::expire`] last swept (ns): it sweeps at most every [`Peers::RETAIN`] / 4.
+    swept: u64,
 }
 
 impl Peers {
@@ -719,8 +724,13 @@ impl Peers {
         }
     }
 
-    /// Forgets ends that closed more than [`Peers::RETAIN`] before `now_ns`.
+    /// Forgets ends that closed more than [`Peers::RETAIN`] before `now_ns` (sweeping at most
+    /// four times per [`Peers::RETAIN`], so an end may be remembered a quarter longer).
     pub fn expire(&mut self, now_ns: u64) {
+        if now_ns.saturating_sub(self.swept) < Self::RETAIN / 4 {
+            return;
+        }
+        self.swept = now_ns;
         self.open.retain(|_, (_, closed)| {
             closed.is_none_or(|t| now_ns.saturating_sub(t) < Self::RETAIN)
         });
