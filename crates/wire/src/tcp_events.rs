@@ -2,8 +2,8 @@
 //! records they write. All are BTF-typed raw tracepoint programs (`tp_btf`): they need no
 //! tracefs, no kprobes, no BPF trampolines and no compiler.
 //!
-//! - **`tp_btf/inet_sock_set_state`** (the `sock:inet_sock_set_state` tracepoint, Linux 4.16):
-//!   every TCP state change. `CLOSE -> SYN_SENT` runs in the process calling `connect()`: it
+//! - **`tp_btf/inet_sock_set_state`** (the `sock:inet_sock_set_state` tracepoint, Linux 4.16),
+//!   two programs ([`StatePart`]): every TCP state change. `CLOSE -> SYN_SENT` runs in the process calling `connect()`: it
 //!   stores that process and the time in the connection table, keyed by socket cookie.
 //!   `SYN_SENT -> ESTABLISHED` writes a *connect* record; `SYN_RECV -> ESTABLISHED` (a server's
 //!   child socket, in softirq, with no process in sight) stores the time and the addresses; any
@@ -624,8 +624,24 @@ fn tcp_only(a: &mut Asm, l: &Layout, out: Label) {
     a.jump_imm(Cond::Ne, R2, IPPROTO_TCP, out);
 }
 
-/// Assembles the `tp_btf/inet_sock_set_state` program.
-pub fn set_state_program(l: &Layout, m: &Maps) -> Result<Vec<u64>, String> {
+/// Which state changes a `tp_btf/inet_sock_set_state` program handles.
+///
+/// The kernel skips a tracing program that is already running on the CPU (counting a
+/// "recursion miss"): a softirq that interrupts a program run in process context loses its own
+/// state change. `CLOSE -> SYN_SENT` is the one long run in process context (inside connect()),
+/// so it is a program of its own: a softirq then nests into the other program, which is not
+/// running, and the connect program's own misses can only be of state changes it ignores (a
+/// softirq never makes `CLOSE -> SYN_SENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatePart {
+    /// Only `CLOSE -> SYN_SENT`.
+    Connect,
+    /// Every other state change.
+    Rest,
+}
+
+/// Assembles a `tp_btf/inet_sock_set_state` program for one [`StatePart`].
+pub fn set_state_program(l: &Layout, m: &Maps, part: StatePart) -> Result<Vec<u64>, String> {
     let mut a = Asm::new();
     let out = a.label();
     let connect_start = a.label();
@@ -638,71 +654,79 @@ pub fn set_state_program(l: &Layout, m: &Maps) -> Result<Vec<u64>, String> {
     a.mov32(R8, R8);
     a.mov32(R9, R9);
     a.jump_imm(Cond::Eq, R6, 0, out);
+    if part == StatePart::Connect {
+        a.jump_imm(Cond::Ne, R9, state::SYN_SENT.into(), out);
+    }
     tcp_only(&mut a, l, out);
-    a.jump_imm(Cond::Eq, R9, state::SYN_SENT.into(), connect_start);
-    a.jump_imm(Cond::Eq, R9, state::ESTABLISHED.into(), established);
-    a.jump_imm(Cond::Eq, R9, state::CLOSE.into(), close);
-    a.goto(out);
+    if part == StatePart::Connect {
+        a.goto(connect_start);
+    } else {
+        a.jump_imm(Cond::Eq, R9, state::ESTABLISHED.into(), established);
+        a.jump_imm(Cond::Eq, R9, state::CLOSE.into(), close);
+        a.goto(out);
+    }
 
-    // CLOSE -> SYN_SENT: connect(), in the calling process.
-    a.place(connect_start);
-    a.jump_imm(Cond::Ne, R8, state::CLOSE.into(), out);
-    cookie(&mut a);
-    a.zero_stack(VAL, ent::LEN);
-    a.call(helper::KTIME_GET_NS);
-    a.store(Size::DW, FP, VAL + ent::START, R0);
-    store_process(&mut a, FP, VAL);
-    a.store_imm(Size::B, FP, VAL + ent::SIDE, side::CLIENT.into());
-    a.store_imm(Size::B, FP, VAL + ent::FLAGS, flag::PROCESS.into());
-    insert(&mut a, m);
-    a.goto(out);
+    if part == StatePart::Connect {
+        // CLOSE -> SYN_SENT: connect(), in the calling process.
+        a.place(connect_start);
+        a.jump_imm(Cond::Ne, R8, state::CLOSE.into(), out);
+        cookie(&mut a);
+        a.zero_stack(VAL, ent::LEN);
+        a.call(helper::KTIME_GET_NS);
+        a.store(Size::DW, FP, VAL + ent::START, R0);
+        store_process(&mut a, FP, VAL);
+        a.store_imm(Size::B, FP, VAL + ent::SIDE, side::CLIENT.into());
+        a.store_imm(Size::B, FP, VAL + ent::FLAGS, flag::PROCESS.into());
+        insert(&mut a, m);
+        a.goto(out);
+    } else {
+        // -> ESTABLISHED.
+        a.place(established);
+        a.jump_imm(Cond::Eq, R8, state::SYN_RECV.into(), est_server);
+        a.jump_imm(Cond::Ne, R8, state::SYN_SENT.into(), out);
+        // SYN_SENT -> ESTABLISHED: the client's connect completed.
+        cookie(&mut a);
+        lookup(&mut a, m);
+        a.mov(R7, R0);
+        let emit_connect = a.label();
+        a.jump_imm(Cond::Eq, R7, 0, emit_connect);
+        a.call(helper::KTIME_GET_NS);
+        a.store(Size::DW, R7, ent::EST, R0);
+        tcp_sock(&mut a);
+        store_baseline(&mut a, l, R7, 0);
+        set_flags(&mut a, R7, ent::FLAGS, flag::ESTABLISHED);
+        a.place(emit_connect);
+        emit(&mut a, l, m, kind::CONNECT);
+        a.goto(out);
 
-    // -> ESTABLISHED.
-    a.place(established);
-    a.jump_imm(Cond::Eq, R8, state::SYN_RECV.into(), est_server);
-    a.jump_imm(Cond::Ne, R8, state::SYN_SENT.into(), out);
-    // SYN_SENT -> ESTABLISHED: the client's connect completed.
-    cookie(&mut a);
-    lookup(&mut a, m);
-    a.mov(R7, R0);
-    let emit_connect = a.label();
-    a.jump_imm(Cond::Eq, R7, 0, emit_connect);
-    a.call(helper::KTIME_GET_NS);
-    a.store(Size::DW, R7, ent::EST, R0);
-    tcp_sock(&mut a);
-    store_baseline(&mut a, l, R7, 0);
-    set_flags(&mut a, R7, ent::FLAGS, flag::ESTABLISHED);
-    a.place(emit_connect);
-    emit(&mut a, l, m, kind::CONNECT);
-    a.goto(out);
+        // SYN_RECV -> ESTABLISHED: a server's child socket, before anyone accepts it.
+        a.place(est_server);
+        cookie(&mut a);
+        a.zero_stack(VAL, ent::LEN);
+        a.call(helper::KTIME_GET_NS);
+        a.store(Size::DW, FP, VAL + ent::START, R0);
+        a.store(Size::DW, FP, VAL + ent::EST, R0);
+        a.store_imm(Size::B, FP, VAL + ent::SIDE, side::SERVER.into());
+        a.store_imm(Size::B, FP, VAL + ent::FLAGS, flag::ESTABLISHED.into());
+        tcp_sock(&mut a);
+        store_baseline(&mut a, l, FP, VAL);
+        identity(&mut a, l, VAL + ent::ID);
+        insert(&mut a, m);
+        a.goto(out);
 
-    // SYN_RECV -> ESTABLISHED: a server's child socket, before anyone accepts it.
-    a.place(est_server);
-    cookie(&mut a);
-    a.zero_stack(VAL, ent::LEN);
-    a.call(helper::KTIME_GET_NS);
-    a.store(Size::DW, FP, VAL + ent::START, R0);
-    a.store(Size::DW, FP, VAL + ent::EST, R0);
-    a.store_imm(Size::B, FP, VAL + ent::SIDE, side::SERVER.into());
-    a.store_imm(Size::B, FP, VAL + ent::FLAGS, flag::ESTABLISHED.into());
-    tcp_sock(&mut a);
-    store_baseline(&mut a, l, FP, VAL);
-    identity(&mut a, l, VAL + ent::ID);
-    insert(&mut a, m);
-    a.goto(out);
-
-    // X -> CLOSE (not a listener closing).
-    a.place(close);
-    a.jump_imm(Cond::Eq, R8, state::LISTEN.into(), out);
-    cookie(&mut a);
-    lookup(&mut a, m);
-    a.mov(R7, R0);
-    emit(&mut a, l, m, kind::CLOSE);
-    a.jump_imm(Cond::Eq, R7, 0, out);
-    a.ld_map_fd(R1, m.conns);
-    a.mov(R2, FP);
-    a.alu_imm(Alu::Add, R2, KEY as i32);
-    a.call(helper::MAP_DELETE_ELEM);
+        // X -> CLOSE (not a listener closing).
+        a.place(close);
+        a.jump_imm(Cond::Eq, R8, state::LISTEN.into(), out);
+        cookie(&mut a);
+        lookup(&mut a, m);
+        a.mov(R7, R0);
+        emit(&mut a, l, m, kind::CLOSE);
+        a.jump_imm(Cond::Eq, R7, 0, out);
+        a.ld_map_fd(R1, m.conns);
+        a.mov(R2, FP);
+        a.alu_imm(Alu::Add, R2, KEY as i32);
+        a.call(helper::MAP_DELETE_ELEM);
+    }
 
     a.place(out);
     a.mov_imm(R0, 0);
@@ -1120,36 +1144,50 @@ pub(crate) mod tests {
     #[test]
     fn state_program_shape() {
         let l = layout();
-        let p = set_state_program(&l, &MAPS).unwrap();
-        check_jumps(&p).unwrap();
-        let calls: Vec<i32> = p.iter().filter_map(|&i| called_helper(i)).collect();
+        let rest = set_state_program(&l, &MAPS, StatePart::Rest).unwrap();
+        let connect = set_state_program(&l, &MAPS, StatePart::Connect).unwrap();
+        for p in [&rest, &connect] {
+            check_jumps(p).unwrap();
+            let fds = maps_used(p);
+            assert!(fds.iter().all(|f| [3, 4, 5].contains(f)), "{fds:?}");
+            // The stack frame stays within the verifier's 512 bytes.
+            for &i in p.iter() {
+                let (code, dst, src, off, _) = decode(i);
+                let mem = matches!(code & 0x07, 0x01..=0x03) && code & 0xe0 == 0x60;
+                if mem && (dst == FP || src == FP) {
+                    assert!((-512..0).contains(&i32::from(off)), "stack offset {off}");
+                }
+            }
+        }
+        let calls =
+            |p: &[u64]| -> Vec<i32> { p.iter().filter_map(|&i| called_helper(i)).collect() };
+        // The connect part stores the process and writes no record.
+        let c = calls(&connect);
         for h in [
             helper::GET_SOCKET_COOKIE,
+            helper::GET_CURRENT_PID_TGID,
+            helper::GET_CURRENT_COMM,
+            helper::MAP_UPDATE_ELEM,
+        ] {
+            assert!(c.contains(&h), "no call to helper {h}");
+        }
+        assert!(!c.contains(&helper::RINGBUF_OUTPUT));
+        // The rest: two records (connect and close), the table looked up, filled and emptied,
+        // and no process read (it runs in softirq).
+        let r = calls(&rest);
+        for h in [
             helper::MAP_UPDATE_ELEM,
             helper::MAP_LOOKUP_ELEM,
             helper::MAP_DELETE_ELEM,
-            helper::GET_CURRENT_COMM,
             helper::SKC_TO_TCP_SOCK,
         ] {
-            assert!(calls.contains(&h), "no call to helper {h}");
+            assert!(r.contains(&h), "no call to helper {h}");
         }
-        // Two records: connect and close.
-        let outputs = calls
-            .iter()
-            .filter(|&&h| h == helper::RINGBUF_OUTPUT)
-            .count();
-        assert_eq!(outputs, 2);
-        let fds = maps_used(&p);
-        assert!(fds.iter().all(|f| [3, 4, 5].contains(f)), "{fds:?}");
-        assert!(fds.contains(&3) && fds.contains(&4) && fds.contains(&5));
-        // The stack frame stays within the verifier's 512 bytes.
-        for &i in &p {
-            let (code, dst, src, off, _) = decode(i);
-            let mem = matches!(code & 0x07, 0x01..=0x03) && code & 0xe0 == 0x60;
-            if mem && (dst == FP || src == FP) {
-                assert!((-512..0).contains(&i32::from(off)), "stack offset {off}");
-            }
-        }
+        assert_eq!(
+            r.iter().filter(|&&h| h == helper::RINGBUF_OUTPUT).count(),
+            2
+        );
+        assert!(!r.contains(&helper::GET_CURRENT_COMM));
     }
 
     #[test]

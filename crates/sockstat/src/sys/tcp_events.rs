@@ -21,7 +21,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use sockstat_wire::btf::Btf;
-use sockstat_wire::tcp_events::{self, Layout, Maps, Record, COUNTERS_LEN, ENTRY_LEN};
+use sockstat_wire::tcp_events::{self, Layout, Maps, Record, StatePart, COUNTERS_LEN, ENTRY_LEN};
 
 use super::bpf::{self, MapSpec, ProgSpec, ProgStats, RingReader};
 use super::taskfile::VMLINUX_BTF;
@@ -35,6 +35,9 @@ pub const RING_BYTES: usize = 16 << 20;
 /// to close. The table's buckets take 16 bytes each up front (4 MiB); entries are allocated as
 /// connections open and freed as they close.
 pub const CONNS_MAX: u32 = 1 << 18;
+
+/// The name of the program that handles `CLOSE -> SYN_SENT` alone.
+const CONNECT_PROG: &str = "inet_sock_set_state(connect)";
 
 /// Why tracing cannot run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,25 +166,33 @@ impl Tracer {
         } else {
             None
         };
-        let code = tcp_events::set_state_program(&layout, &maps).map_err(|e| Unavailable {
-            message: format!("assembling the state-change program: {e}"),
-            privilege: false,
-        })?;
-        let prog = bpf::prog_load(&ProgSpec {
-            prog_type: bpf::PROG_TYPE_TRACING,
-            attach_type: bpf::TRACE_RAW_TP,
-            attach_btf_id: layout.set_state_btf_id,
-            code: &code,
-            name: "sockstat_state",
-        })
-        .map_err(|e| load_failed("loading the tp_btf/inet_sock_set_state program", e))?;
-        let link = bpf::attach_tracing(&prog)
-            .map_err(|e| unavailable("attaching to the sock:inet_sock_set_state tracepoint", &e))?;
-        let mut progs = vec![Attached {
-            name: "inet_sock_set_state",
-            prog,
-            _link: link,
-        }];
+        let mut progs = Vec::new();
+        for (part, name, prog_name) in [
+            (StatePart::Rest, "inet_sock_set_state", "sockstat_state"),
+            (StatePart::Connect, CONNECT_PROG, "sockstat_connect"),
+        ] {
+            let code =
+                tcp_events::set_state_program(&layout, &maps, part).map_err(|e| Unavailable {
+                    message: format!("assembling the state-change program: {e}"),
+                    privilege: false,
+                })?;
+            let prog = bpf::prog_load(&ProgSpec {
+                prog_type: bpf::PROG_TYPE_TRACING,
+                attach_type: bpf::TRACE_RAW_TP,
+                attach_btf_id: layout.set_state_btf_id,
+                code: &code,
+                name: prog_name,
+            })
+            .map_err(|e| load_failed("loading the tp_btf/inet_sock_set_state program", e))?;
+            let link = bpf::attach_tracing(&prog).map_err(|e| {
+                unavailable("attaching to the sock:inet_sock_set_state tracepoint", &e)
+            })?;
+            progs.push(Attached {
+                name,
+                prog,
+                _link: link,
+            });
+        }
         let accept_unavailable = match accept_missing {
             Some(why) => Some(why),
             None => match attach_accept(&layout, &maps) {
@@ -229,7 +240,8 @@ impl Tracer {
                 .map_or(0, u64::from_ne_bytes)
         };
         let mut missed = 0;
-        for p in &self.progs {
+        // The connect program's misses are of state changes it ignores (see StatePart).
+        for p in self.progs.iter().filter(|p| p.name != CONNECT_PROG) {
             missed += bpf::prog_stats(&p.prog)?.recursion_misses;
         }
         Ok(Lost {
@@ -456,7 +468,7 @@ mod tests {
         );
         assert_eq!(t.lost().unwrap().events(), 0);
         let stats = t.run_stats();
-        assert_eq!(stats.len(), 2, "{stats:?}");
+        assert_eq!(stats.len(), 3, "{stats:?}");
         assert!(stats.iter().all(|(_, s)| s.runs > 0), "{stats:?}");
     }
 }
