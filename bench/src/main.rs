@@ -17,6 +17,7 @@
 //! that many zones (`serve.rs`).
 
 mod check;
+mod events;
 mod inner;
 mod pycall;
 mod report;
@@ -72,6 +73,7 @@ fn usage() -> ! {
          \x20                spliced into the doc's Python section)\n\
          \x20      sockbench check [-n SOCKETS] [-p PROCS] [--sockstat PATH|--no-sockstat] [--tools a,b,..]\n\
          \x20      sockbench serve [--zones 1,500] [-n 200k] [-p 500] [--scrapes 10] (see `sockbench serve --help`)\n\
+         \x20      sockbench events [--rate R] [--seconds S] [--rounds N] [--max] [--soak S]  (connection events)\n\
          scales: N or N:PROCS (1k=50, 10k=100, 60k=300, 100k=300, 200k=500 processes by default)"
     );
     std::process::exit(2)
@@ -112,6 +114,17 @@ fn main() {
             libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         }
         std::process::exit(serve::main(args));
+    }
+    match args.first().map(|s| s.as_str()) {
+        Some("events") => {
+            args.remove(0);
+            std::process::exit(events::main(args));
+        }
+        Some("events-trial") => {
+            args.remove(0);
+            std::process::exit(events::trial(args));
+        }
+        _ => {}
     }
     let cmd = if args.is_empty() || args[0].starts_with('-') {
         "run".to_string()

@@ -22,6 +22,12 @@ _sockstat() {
             sockstat,diagnose)
                 cmd="sockstat__subcmd__diagnose"
                 ;;
+            sockstat,drops)
+                cmd="sockstat__subcmd__drops"
+                ;;
+            sockstat,events)
+                cmd="sockstat__subcmd__events"
+                ;;
             sockstat,help)
                 cmd="sockstat__subcmd__help"
                 ;;
@@ -42,6 +48,12 @@ _sockstat() {
                 ;;
             sockstat__subcmd__help,diagnose)
                 cmd="sockstat__subcmd__help__subcmd__diagnose"
+                ;;
+            sockstat__subcmd__help,drops)
+                cmd="sockstat__subcmd__help__subcmd__drops"
+                ;;
+            sockstat__subcmd__help,events)
+                cmd="sockstat__subcmd__help__subcmd__events"
                 ;;
             sockstat__subcmd__help,help)
                 cmd="sockstat__subcmd__help__subcmd__help"
@@ -65,7 +77,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --connected-to --command --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose kill ports serve trace help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --connected-to --command --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose drops events kill ports serve trace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -298,8 +310,112 @@ _sockstat() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        sockstat__subcmd__drops)
+            opts="-P -p -h --json --help --watch --count"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__events)
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -n -q -h --src --dst --state --pid --user --connected-to --command --duration --stats --json --bpf-stats --ring-pages --help --watch --count"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --src)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ring-pages)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         sockstat__subcmd__help)
-            opts="counters diagnose kill ports serve trace help"
+            opts="counters diagnose drops events kill ports serve trace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -327,6 +443,34 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help__subcmd__diagnose)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__help__subcmd__drops)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__help__subcmd__events)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -539,7 +683,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__serve)
-            opts="-Z -h --listen --top --scrape-budget --web.config.file --proc-root --help --watch --count"
+            opts="-Z -h --listen --top --scrape-budget --web.config.file --events --proc-root --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -81,6 +81,8 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print h
 complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "drops" -d 'Packets the kernel dropped, by drop reason, protocol and port, over SECONDS'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "events" -d 'Every TCP connect, accept, close and failed connect as it happens, with its process'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
@@ -138,6 +140,39 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l exact-loc
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l json -d 'One JSON document (doc/diagnose.schema.json)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -s P -d 'Only drops of these protocols (tcp, udp, udplite, sctp; comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -s p -d 'Only drops whose port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l duration -d 'Stop after SECONDS (default: run until Ctrl-C or SIGTERM)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l ring-pages -d 'The kernel ring buffer\'s size in pages (a power of two; default 4096, 16 MiB). A small one shows what is reported when the kernel cannot hand events over' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s 4 -d 'Show IPv4 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s 6 -d 'Show IPv6 sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s u -d 'Show Unix domain sockets'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s c -d 'Show connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s l -d 'Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s Z -d 'Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l stats -d 'At the end, a summary per side, command and destination: connections, failures, connect latency (client) or accept wait (server) percentiles and log2 histogram, SYN retransmits, bytes, and where the TIME-WAIT entries were left'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l json -d 'JSON Lines: one object per event (schema version 1), and with --stats the summary as one object on the last line'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s n -d 'Show numeric uids (no user name lookup)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s q -d 'Do not print the header line; with --stats, print only the summary'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l bpf-stats -d 'Print what the BPF programs cost in the kernel (runs, ns per run) and how long loading them took, on standard error at the end'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
@@ -171,7 +206,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s h -l help -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s p -d 'Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a destination port for clients, a listening port for servers' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l src -d 'Only connections whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l dst -d 'Only connections whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 'Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l interval -d 'Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait); and, with CAP_BPF and CAP_PERFMON (or root), the processes that opened connections to each destination meanwhile (from connection events, as `sockstat events` sees them)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
@@ -195,6 +230,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l proc-root -d
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l watch -d 'Refresh every SECONDS (default 2): redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a \'=== TIME ===\' line (JSON: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS: deltas over the watch interval)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l count -d 'Stop after N refreshes (with --events, the first is the baseline). Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s Z -d 'Every zone (network namespace) on the host, as `sockstat -Z` finds and names them, each read inside it: every per-zone metric gets that zone\'s label. Needs CAP_SYS_ADMIN'
+complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -l events -d 'Also export connection events (as `sockstat events` traces them) and dropped packets: connect-latency and accept-wait histograms by port (the first 32 ports, the rest as port="other"), connections by side, failures by reason, closes by how they ended, events lost, and drops by reason and protocol. Needs CAP_BPF and CAP_PERFMON (or root) at start; the programs stay attached after the capabilities are dropped'
 complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
@@ -232,10 +268,12 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every 
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose kill ports serve trace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "drops" -d 'Packets the kernel dropped, by drop reason, protocol and port, over SECONDS'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "events" -d 'Every TCP connect, accept, close and failed connect as it happens, with its process'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -149,6 +149,51 @@ never\:"Never"))' \
 '--help[Print help]' \
 && ret=0
 ;;
+(drops)
+_arguments "${_arguments_options[@]}" : \
+'-P+[Only drops of these protocols (tcp, udp, udplite, sctp; comma-separated)]:PROTOS:_default' \
+'-p+[Only drops whose port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
+'--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'::seconds -- How long to count, in seconds (default 10):_default' \
+&& ret=0
+;;
+(events)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default\: all the kernel has except packet]:PROTOS:_default' \
+'--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
+'--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
+'--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
+'--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
+'--duration=[Stop after SECONDS (default\: run until Ctrl-C or SIGTERM)]:SECONDS:_default' \
+'--ring-pages=[The kernel ring buffer'\''s size in pages (a power of two; default 4096, 16 MiB). A small one shows what is reported when the kernel cannot hand events over]:PAGES:_default' \
+'--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
+'--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
+'-4[Show IPv4 sockets]' \
+'-6[Show IPv6 sockets]' \
+'-u[Show Unix domain sockets]' \
+'-c[Show connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
+'-l[Show listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (the listing gets a ZONE column first)]' \
+'--stats[At the end, a summary per side, command and destination\: connections, failures, connect latency (client) or accept wait (server) percentiles and log2 histogram, SYN retransmits, bytes, and where the TIME-WAIT entries were left]' \
+'--json[JSON Lines\: one object per event (schema version 1), and with --stats the summary as one object on the last line]' \
+'-n[Show numeric uids (no user name lookup)]' \
+'-q[Do not print the header line; with --stats, print only the summary]' \
+'--bpf-stats[Print what the BPF programs cost in the kernel (runs, ns per run) and how long loading them took, on standard error at the end]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (kill)
 _arguments "${_arguments_options[@]}" : \
 '-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
@@ -191,7 +236,7 @@ _arguments "${_arguments_options[@]}" : \
 '-p+[Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100)\: a destination port for clients, a listening port for servers]:PORTS:_default' \
 '--src=[Only connections whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
 '--dst=[Only connections whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
-'--interval=[Sample twice, SECONDS apart\: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait)]:SECONDS:_default' \
+'--interval=[Sample twice, SECONDS apart\: adds the rate of new TIME-WAIT entries per destination and the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait, TCPACKSkippedTimeWait); and, with CAP_BPF and CAP_PERFMON (or root), the processes that opened connections to each destination meanwhile (from connection events, as \`sockstat events\` sees them)]:SECONDS:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
@@ -221,6 +266,7 @@ _arguments "${_arguments_options[@]}" : \
 '--watch=[Refresh every SECONDS (default 2)\: redrawn in place on a terminal (Ctrl-C to stop); otherwise successive listings, each after a '\''=== TIME ==='\'' line (JSON\: one document per line; with -T, one line per TCP connection per refresh). Also for the ports, counters and diagnose views (counters without SECONDS\: deltas over the watch interval)]::SECONDS:_default' \
 '--count=[Stop after N refreshes (with --events, the first is the baseline). Implies --watch]:N:_default' \
 '-Z[Every zone (network namespace) on the host, as \`sockstat -Z\` finds and names them, each read inside it\: every per-zone metric gets that zone'\''s label. Needs CAP_SYS_ADMIN]' \
+'--events[Also export connection events (as \`sockstat events\` traces them) and dropped packets\: connect-latency and accept-wait histograms by port (the first 32 ports, the rest as port="other"), connections by side, failures by reason, closes by how they ended, events lost, and drops by reason and protocol. Needs CAP_BPF and CAP_PERFMON (or root) at start; the programs stay attached after the capabilities are dropped]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -288,6 +334,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(drops)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(events)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (kill)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -322,6 +376,8 @@ _sockstat_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
 'diagnose:What limits each TCP connection, and what to change' \
+'drops:Packets the kernel dropped, by drop reason, protocol and port, over SECONDS' \
+'events:Every TCP connect, accept, close and failed connect as it happens, with its process' \
 'kill:Close the TCP and UDP connections the filters select, from outside their processes' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
@@ -340,11 +396,23 @@ _sockstat__subcmd__diagnose_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat diagnose commands' commands "$@"
 }
+(( $+functions[_sockstat__subcmd__drops_commands] )) ||
+_sockstat__subcmd__drops_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat drops commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__events_commands] )) ||
+_sockstat__subcmd__events_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat events commands' commands "$@"
+}
 (( $+functions[_sockstat__subcmd__help_commands] )) ||
 _sockstat__subcmd__help_commands() {
     local commands; commands=(
 'counters:Kernel TCP/IP counters as deltas over an interval, with their meanings' \
 'diagnose:What limits each TCP connection, and what to change' \
+'drops:Packets the kernel dropped, by drop reason, protocol and port, over SECONDS' \
+'events:Every TCP connect, accept, close and failed connect as it happens, with its process' \
 'kill:Close the TCP and UDP connections the filters select, from outside their processes' \
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
@@ -362,6 +430,16 @@ _sockstat__subcmd__help__subcmd__counters_commands() {
 _sockstat__subcmd__help__subcmd__diagnose_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help diagnose commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help__subcmd__drops_commands] )) ||
+_sockstat__subcmd__help__subcmd__drops_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help drops commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__help__subcmd__events_commands] )) ||
+_sockstat__subcmd__help__subcmd__events_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help events commands' commands "$@"
 }
 (( $+functions[_sockstat__subcmd__help__subcmd__help_commands] )) ||
 _sockstat__subcmd__help__subcmd__help_commands() {

@@ -79,6 +79,7 @@ pub fn run(
     let how = Diagnosis {
         bandwidth: a.bandwidth,
         exact_locks: a.exact_locks,
+        connect_events: true,
     };
     let report = diagnose_with(&q, Duration::from_secs_f64(a.interval), &how)?;
     let opts = options(false, a.verbose, a.color);

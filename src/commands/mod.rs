@@ -3,6 +3,8 @@
 
 pub mod counters;
 pub mod diagnose;
+pub mod drops;
+pub mod events;
 pub mod kill;
 pub mod ports;
 pub mod serve;
@@ -36,6 +38,24 @@ pub enum Command {
     /// numbers behind it and the change to make. Exit status 1 when something at warning level
     /// or above was found.
     Diagnose(Box<diagnose::DiagnoseArgs>),
+    /// Packets the kernel dropped, by drop reason, protocol and port, over SECONDS.
+    ///
+    /// From a BPF program on the skb:kfree_skb tracepoint: every packet the kernel frees as
+    /// dropped is counted in the kernel by its drop reason (NO_SOCKET, NETFILTER_DROP,
+    /// TCP_RFC7323_PAWS, SOCKET_RCVBUFF, ...), protocol and port (the receiving socket's local
+    /// port where the kernel knows it, else the packet's destination port). Needs CAP_BPF and
+    /// CAP_PERFMON (or root).
+    Drops(drops::DropsArgs),
+    /// Every TCP connect, accept, close and failed connect as it happens, with its process.
+    ///
+    /// From BPF programs on the kernel's tracepoints (no compiler, no tracefs, no kprobes): one
+    /// line per event with the process that called connect() or accept() (both ends when both
+    /// are on this host), the connect latency or accept-queue wait, SYN retransmits, and for a
+    /// close its duration, payload bytes and how it ended (who closed first and holds the
+    /// TIME-WAIT, or a reset or timeout). Connections that live a millisecond are seen, unlike
+    /// the listing's polling --events. --stats sums them per side, command and destination with
+    /// latency histograms. Needs CAP_BPF and CAP_PERFMON (or root).
+    Events(Box<events::EventsArgs>),
     /// Close the TCP and UDP connections the filters select, from outside their processes.
     ///
     /// Lists the TCP and UDP sockets the filters select (as the listing does, with their
@@ -95,7 +115,11 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
             Command::Counters(a) => counters::run(a, cli, out, err),
             Command::Diagnose(a) => diagnose::run(a, cli, out, err),
             Command::Ports(a) => ports::run(a, cli, out, err),
-            Command::Serve(_) | Command::Trace(_) | Command::Kill(_) => {
+            Command::Serve(_)
+            | Command::Trace(_)
+            | Command::Kill(_)
+            | Command::Events(_)
+            | Command::Drops(_) => {
                 unreachable!("not a view")
             }
         }
@@ -110,6 +134,22 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("serve runs until stopped: --watch and --count do not apply to it");
             }
             return serve::run(a, cli);
+        }
+        Command::Drops(a) => {
+            if crate::watch_interval(&cli.output).is_some() {
+                anyhow::bail!(
+                    "drops counts over its own interval (SECONDS): --watch and --count do not apply to it"
+                );
+            }
+            return drops::run(a, cli);
+        }
+        Command::Events(a) => {
+            if crate::watch_interval(&cli.output).is_some() {
+                anyhow::bail!(
+                    "events streams as connections happen: --watch and --count do not apply to it (--duration stops it)"
+                );
+            }
+            return events::run(a, cli);
         }
         Command::Kill(a) => {
             if crate::watch_interval(&cli.output).is_some() {

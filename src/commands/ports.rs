@@ -45,7 +45,9 @@ pub struct PortsArgs {
     pub dst: Option<ipnet::IpNet>,
     /// Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and
     /// the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait,
-    /// TCPACKSkippedTimeWait).
+    /// TCPACKSkippedTimeWait); and, with CAP_BPF and CAP_PERFMON (or root), the processes that
+    /// opened connections to each destination meanwhile (from connection events, as `sockstat
+    /// events` sees them).
     #[arg(long, value_name = "SECONDS", value_parser = crate::output::parse_seconds)]
     pub interval: Option<f64>,
     /// One JSON document: {"version":1,"range","settings","time_wait","interval_s",
@@ -121,22 +123,49 @@ pub fn run(
     let sampler = Sampler::new(&gather)
         .sysctls(true)
         .counters(args.interval.is_some());
+    // With an interval, connection events (where this process may trace them) name the
+    // processes that open connections meanwhile.
+    let mut tracer = args
+        .interval
+        .and_then(|_| sockstat::events::Tracer::start(false, sockstat::events::RING_BYTES).ok());
+    let mut openers = sockstat::events::openers::Openers::default();
     let (first, last) = match args.interval {
         None => (None, sampler.sample()?),
         Some(s) => {
             let a = sampler.sample()?;
-            std::thread::sleep(Duration::from_secs_f64(s).saturating_sub(a.taken.elapsed()));
+            let until = a.taken + Duration::from_secs_f64(s);
+            let clock = sockstat::events::Clock::now();
+            loop {
+                if let Some(t) = tracer.as_mut() {
+                    t.drain(|r| {
+                        if let Some(e) = sockstat::events::ConnEvent::from_record(&r, &clock) {
+                            openers.add(&e);
+                        }
+                    });
+                }
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(50)));
+            }
             let b = sampler.sample()?;
             (Some(a), b)
         }
     };
     let interval_s = first.as_ref().map(|f| last.seconds_since(f));
+    let own_netns = sockstat::events::own_netns();
     let mut reports: Vec<PortsReport> = last
         .zones
         .iter()
         .map(|z| {
             let before = first.as_ref().and_then(|f| f.matching(z));
-            ports::analyze_zone(z, before, interval_s, Some(&filter))
+            let mut r = ports::analyze_zone(z, before, interval_s, Some(&filter));
+            let netns = z.zone.as_ref().and_then(|z| z.netns_inode).or(own_netns);
+            if let (Some(_), Some(netns)) = (&tracer, netns) {
+                openers.attach(&mut r, netns);
+            }
+            r
         })
         .collect();
     let warnings = &last.warnings;

@@ -23,6 +23,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use sockstat::events::drops::DropCounter;
+use sockstat::events::metrics::EventMetrics;
+use sockstat::events::{ConnEvent, Tracer};
 use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::{
@@ -67,7 +70,11 @@ sockstat_collect_duration_seconds, sockstat_scrape_budget_exceeded_total,
 sockstat_owner_scans_total, sockstat_zones. sockstat_findings needs two collections: the first
 scrape has none. Every per-zone family has a zone label (global on the host); with -Z, every
 zone on the host is exported, each zone besides its own with a bounded set of series
-(doc/serve.md, Cardinality). GET and HEAD are answered; other methods get 405.
+(doc/serve.md, Cardinality). With --events: sockstat_connect_latency_seconds,
+sockstat_accept_wait_seconds (histograms by port), sockstat_connections_total,
+sockstat_connect_failures_total, sockstat_connection_closes_total, sockstat_events_lost_total,
+sockstat_drops_total, sockstat_drops_uncounted_total. GET and HEAD are answered; other methods
+get 405.
 
 Privileges: it keeps CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (to name the processes holding
 listeners), and CAP_SYS_ADMIN with -Z (to enter other namespaces), and drops every other
@@ -78,6 +85,7 @@ Examples:
   sockstat serve -Z                          every container and namespace, labelled by zone
   sockstat serve --listen 0.0.0.0:9277       every interface (metrics name processes: firewall it)
   sockstat serve --top 50 --scrape-budget 10s
+  sockstat serve --events                    also connect latency, accept wait and drops (root)
   sockstat serve --web.config.file /etc/sockstat/web.yml   TLS and passwords (doc/serve.md)
 
 Exit status: runs until stopped; 2 when it cannot listen, the web configuration file is bad,
@@ -104,6 +112,13 @@ pub struct ServeArgs {
     /// Checked at start; read again when it or a file it names changes.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<PathBuf>,
+    /// Also export connection events (as `sockstat events` traces them) and dropped packets:
+    /// connect-latency and accept-wait histograms by port (the first 32 ports, the rest as
+    /// port="other"), connections by side, failures by reason, closes by how they ended, events
+    /// lost, and drops by reason and protocol. Needs CAP_BPF and CAP_PERFMON (or root) at start;
+    /// the programs stay attached after the capabilities are dropped.
+    #[arg(long)]
+    pub events: bool,
     /// Read /proc from this directory (testing).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -238,6 +253,14 @@ struct Collector {
     /// The codes of the warnings last logged: a warning is logged when it appears, not at
     /// every scrape.
     logged: Vec<sockstat::WarningCode>,
+    /// With --events: the events summed by the draining thread, and the drop counter.
+    events: Option<EventsFeed>,
+}
+
+/// What `--events` adds to each collection.
+struct EventsFeed {
+    metrics: Arc<Mutex<EventMetrics>>,
+    drops: DropCounter,
 }
 
 /// One collection, rendered.
@@ -266,6 +289,7 @@ impl Collector {
             sampler: Sampler::new(&q),
             previous: None,
             logged: Vec::new(),
+            events: None,
         }
     }
 
@@ -318,6 +342,15 @@ impl Collector {
         )?;
         drop(zones);
         let n_zones = now.zones.len();
+        if let Some(feed) = &self.events {
+            let m = feed
+                .metrics
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let drops = feed.drops.read().context("reading the drops map")?;
+            sockstat::render::event_metrics::write(&m, Some(&drops), &mut body)?;
+        }
         // Diagnosis reads the earlier sample only through its counters and the TCP sockets it
         // can join by cookie (those with tcp_info): keep just those, to halve what is held
         // between scrapes on a host full of unix and UDP sockets.
@@ -381,6 +414,14 @@ pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         .proc_root
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc"));
+    // Connection events: the programs are loaded and attached first (while the capabilities
+    // to do so are still there; reading them afterwards needs none), so that everything after
+    // the "serving" line is counted.
+    let events = if a.events {
+        Some(start_events().map_err(|e| anyhow::anyhow!("--events: {e}"))?)
+    } else {
+        None
+    };
     let server = Server::bind(a.listen, a.web_config_file.as_deref())
         .map_err(|e| anyhow::anyhow!("{}", e))?;
     let bound = server.local_addr().unwrap_or(a.listen);
@@ -447,6 +488,12 @@ pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
         ZoneSelect::Current
     };
     let mut collector = Collector::new(proc_root.clone(), zones, a.top, owner_scan);
+    if let Some((tracer, drops)) = events {
+        collector.events = Some(EventsFeed {
+            metrics: drain_events(tracer)?,
+            drops,
+        });
+    }
     let worker_shared = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("collect".into())
@@ -502,6 +549,50 @@ pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     };
     server.run(Arc::new(handler)).context("serving HTTP")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the connection-event and drop programs; the error names what is missing.
+fn start_events() -> Result<(Tracer, DropCounter), String> {
+    let tracer = Tracer::start(false, sockstat::events::RING_BYTES).map_err(|u| u.message)?;
+    if let Some(why) = &tracer.accept_unavailable {
+        eprintln!("sockstat: warning: accept() is not traced ({why}): no accept-wait histograms");
+    }
+    let drops = DropCounter::start().map_err(|u| u.message)?;
+    Ok((tracer, drops))
+}
+
+/// Sums the events of the namespace sockstat runs in, read every 100 ms on a thread of their
+/// own, into the metrics each collection renders.
+fn drain_events(mut tracer: Tracer) -> anyhow::Result<Arc<Mutex<EventMetrics>>> {
+    let metrics = Arc::new(Mutex::new(EventMetrics::default()));
+    let sink = Arc::clone(&metrics);
+    let own = sockstat::events::own_netns();
+    let clock = sockstat::events::Clock::now();
+    std::thread::Builder::new()
+        .name("events".into())
+        .spawn(move || loop {
+            let mut batch = Vec::new();
+            tracer.drain(|r| {
+                if let Some(e) = ConnEvent::from_record(&r, &clock) {
+                    if Some(e.netns) == own {
+                        batch.push(e);
+                    }
+                }
+            });
+            let lost = tracer.lost();
+            {
+                let mut m = sink.lock().unwrap_or_else(|p| p.into_inner());
+                for e in &batch {
+                    m.add(e);
+                }
+                if let Ok(l) = lost {
+                    m.lost = l;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        })
+        .context("starting the events thread")?;
+    Ok(metrics)
 }
 
 /// One scrape: starts a collection unless one is running, waits for it within the budget, and

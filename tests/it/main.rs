@@ -25,6 +25,7 @@ mod diagnose_cli;
 mod diagnose_live;
 mod diagnose_matrix;
 mod diagnose_zones;
+mod events;
 mod filter_equivalence;
 mod filters;
 mod hardening_churn;
@@ -62,4 +63,5 @@ extern "C" fn roles_ctor() {
     hardening_churn::run_role_if_requested();
     hardening_stuck::run_role_if_requested();
     sockstat_testkit::holder::run_if_requested();
+    events::workload_if_requested();
 }

@@ -98,6 +98,7 @@
 pub mod counters;
 pub mod diagnose;
 mod error;
+pub mod events;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod join;
@@ -150,6 +151,7 @@ pub fn diagnose_connections(
     let how = Diagnosis {
         bandwidth,
         exact_locks: false,
+        connect_events: false,
     };
     sys::diagnose::run(query, interval, &how)
 }

@@ -165,6 +165,10 @@ pub struct Destination {
     pub new_time_wait_per_s: Option<f64>,
     /// `warning` from 50% of the range, `critical` from 80%; absent below.
     pub level: Option<Severity>,
+    /// The processes that called connect() to it during the interval, from connection events
+    /// (`sockstat ports --interval` where it may trace them); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opened_by: Option<Vec<crate::events::openers::Opener>>,
 }
 
 /// One client of a listening port, as the server sees it.
@@ -494,6 +498,7 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
                 new_time_wait: new_tw,
                 new_time_wait_per_s: new_tw.zip(interval).map(|(n, s)| f64::from(n) / s),
                 level: usage_level(u64::from(a.count), usable),
+                opened_by: None,
             }
         })
         .collect();

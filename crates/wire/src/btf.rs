@@ -336,6 +336,112 @@ impl<'a> Btf<'a> {
     }
 }
 
+impl Btf<'_> {
+    /// The parameter types of a function, a function prototype, or a typedef of a pointer to
+    /// one (what the kernel's `btf_trace_<tracepoint>` typedefs are), in order. `None` when
+    /// `id` is none of those.
+    pub fn params(&self, id: u32) -> Option<Vec<u32>> {
+        let mut id = self.skip_modifiers(id)?;
+        for _ in 0..4 {
+            let (start, kind, vlen, _, next) = self.record(id)?;
+            match kind {
+                12 | 2 => id = self.skip_modifiers(next)?, // FUNC, PTR: to the prototype
+                13 => {
+                    return (0..vlen)
+                        .map(|i| u32_ne(self.types, start + TYPE_LEN + i * 8 + 4))
+                        .collect();
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The return type of a function or function prototype (0 for `void`).
+    pub fn return_type(&self, id: u32) -> Option<u32> {
+        let (_, kind, _, _, next) = self.record(self.skip_modifiers(id)?)?;
+        match kind {
+            12 => self.return_type(next),
+            13 => Some(next),
+            _ => None,
+        }
+    }
+
+    /// The name of a type (empty for anonymous ones).
+    pub fn name_of(&self, id: u32) -> Option<&str> {
+        let (_, _, _, off, _) = self.record(id)?;
+        self.string(off)
+    }
+
+    fn string(&self, off: u32) -> Option<&str> {
+        let rest = self.strings.get(off as usize..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        std::str::from_utf8(&rest[..end]).ok()
+    }
+
+    /// Every (name, value) of the enum `id` (32- or 64-bit, values as signed 64-bit).
+    pub fn enum_members(&self, id: u32) -> Option<Vec<(&str, i64)>> {
+        let id = self.skip_modifiers(id)?;
+        let (start, kind, vlen, _, _) = self.record(id)?;
+        let signed = u32_ne(self.types, start + 4)? >> 31 == 1;
+        let mut out = Vec::with_capacity(vlen);
+        for i in 0..vlen {
+            let (name_off, value) = match kind {
+                6 => {
+                    let m = start + TYPE_LEN + i * 8;
+                    let v = u32_ne(self.types, m + 4)?;
+                    let v = if signed {
+                        i64::from(v as i32)
+                    } else {
+                        i64::from(v)
+                    };
+                    (u32_ne(self.types, m)?, v)
+                }
+                19 => {
+                    let m = start + TYPE_LEN + i * 12;
+                    let lo = u64::from(u32_ne(self.types, m + 4)?);
+                    let hi = u64::from(u32_ne(self.types, m + 8)?);
+                    (u32_ne(self.types, m)?, ((hi << 32) | lo) as i64)
+                }
+                _ => return None,
+            };
+            out.push((self.string(name_off)?, value));
+        }
+        Some(out)
+    }
+
+    /// The value of the enumerator `name` in the first enum that has one.
+    pub fn enum_value(&self, name: &str) -> Option<i64> {
+        (1..=self.starts.len() as u32).find_map(|id| {
+            let (_, kind, _, _, _) = self.record(id)?;
+            if kind != 6 && kind != 19 {
+                return None;
+            }
+            self.enum_members(id)?
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v)
+        })
+    }
+
+    /// The member reached from struct `id` through named members, e.g.
+    /// `["__sk_common", "skc_family"]` in `struct sock`: its offset from the start of `id` and
+    /// its type.
+    pub fn member_path(&self, id: u32, path: &[&str]) -> Option<Member> {
+        let mut offset = 0u32;
+        let mut ty = id;
+        for name in path {
+            let m = self.member(self.skip_modifiers(ty)?, name)?;
+            offset = offset.checked_add(m.offset)?;
+            ty = m.type_id;
+        }
+        Some(Member {
+            offset,
+            type_id: ty,
+        })
+    }
+}
+
 /// Builds BTF blobs for tests (here, in the live-kernel tests and in the fuzz seeds).
 #[doc(hidden)]
 pub mod build {
@@ -431,6 +537,32 @@ pub mod build {
         /// A function (its prototype is not needed by the lookups).
         pub fn func(&mut self, name: &str) -> u32 {
             self.push(name, 12, 0, false, 0)
+        }
+
+        /// A function prototype with these parameter types (unnamed).
+        pub fn func_proto(&mut self, ret: u32, params: &[u32]) -> u32 {
+            let id = self.push("", 13, params.len() as u32, false, ret);
+            for &p in params {
+                self.types.extend_from_slice(&0u32.to_ne_bytes());
+                self.types.extend_from_slice(&p.to_ne_bytes());
+            }
+            id
+        }
+
+        /// A function whose prototype is `proto`.
+        pub fn func_of(&mut self, name: &str, proto: u32) -> u32 {
+            self.push(name, 12, 0, false, proto)
+        }
+
+        /// A 4-byte enum with these (name, value) members.
+        pub fn enumeration(&mut self, name: &str, members: &[(&str, i32)]) -> u32 {
+            let id = self.push(name, 6, members.len() as u32, true, 4);
+            for &(m, v) in members {
+                let n = self.name(m);
+                self.types.extend_from_slice(&n.to_ne_bytes());
+                self.types.extend_from_slice(&v.to_ne_bytes());
+            }
+            id
         }
 
         /// The finished blob.
@@ -557,6 +689,59 @@ mod tests {
         // Kind 31 does not exist (the top byte of the first type's info word, little-endian).
         kind[24 + 7] = 0x1f;
         assert!(Btf::parse(&kind).is_err());
+    }
+
+    #[test]
+    fn prototypes_enums_and_paths() {
+        let mut b = Builder::new();
+        let int = b.int("int", 4); // 1
+        let short = b.int("unsigned short", 2); // 2
+        let common = b.composite("sock_common", false, 16, &[("skc_family", short, 64)]); // 3
+        let sock = b.composite(
+            "sock",
+            false,
+            32,
+            &[("__sk_common", common, 0), ("sk_err", int, 192)],
+        ); // 4
+        let psock = b.ptr(sock); // 5
+        let reason = b.enumeration(
+            "skb_drop_reason",
+            &[
+                ("SKB_DROP_REASON_NO_SOCKET", 3),
+                ("SKB_DROP_REASON_TCP_CSUM", 10),
+            ],
+        ); // 6
+        let proto = b.func_proto(0, &[0, psock, int, reason]); // 7
+        let pproto = b.ptr(proto); // 8
+        b.typedef("btf_trace_x", pproto); // 9
+        let ret = b.func_proto(psock, &[psock, int]); // 10
+        b.func_of("accept", ret); // 11
+        let data = b.finish();
+        let btf = Btf::parse(&data).unwrap();
+        let td = btf.find(Kind::Typedef, "btf_trace_x").unwrap();
+        assert_eq!(btf.params(td), Some(vec![0, psock, int, reason]));
+        let f = btf.find(Kind::Func, "accept").unwrap();
+        assert_eq!(btf.params(f).map(|p| p.len()), Some(2));
+        assert_eq!(btf.return_type(f), Some(psock));
+        assert_eq!(btf.pointee(psock), Some(sock));
+        assert_eq!(btf.params(sock), None);
+        assert_eq!(btf.enum_value("SKB_DROP_REASON_TCP_CSUM"), Some(10));
+        assert_eq!(btf.enum_value("SKB_DROP_REASON_NOPE"), None);
+        let m = btf.enum_members(reason).unwrap();
+        assert_eq!(
+            m,
+            vec![
+                ("SKB_DROP_REASON_NO_SOCKET", 3),
+                ("SKB_DROP_REASON_TCP_CSUM", 10)
+            ]
+        );
+        assert_eq!(btf.name_of(reason), Some("skb_drop_reason"));
+        let fam = btf
+            .member_path(sock, &["__sk_common", "skc_family"])
+            .unwrap();
+        assert_eq!((fam.offset, btf.size_of(fam.type_id)), (8, Some(2)));
+        assert_eq!(btf.member_path(sock, &["sk_err"]).unwrap().offset, 24);
+        assert_eq!(btf.member_path(sock, &["__sk_common", "nope"]), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 mod bytes;
 mod error;
 
+pub mod bpf_asm;
 pub mod btf;
 pub mod bytecode;
 pub mod cgroup;
@@ -25,10 +26,12 @@ pub mod netlink;
 pub mod packet_diag;
 pub mod proc_net;
 pub mod proc_pid;
+pub mod skb_drops;
 pub mod snmp;
 pub mod sock_destroy;
 pub mod sysctl;
 pub mod task_file;
+pub mod tcp_events;
 pub mod tcp_info;
 pub mod unix_diag;
 

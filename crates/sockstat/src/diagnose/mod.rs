@@ -44,6 +44,7 @@ use crate::render::fmt;
 pub use crate::sample::{Sample, ZoneSample};
 pub use crate::sysctl::Sysctls;
 pub use interval::{Certainty, Confidence};
+pub use retransmissions::{MeasuredConnects, SLOW_CONNECT_US};
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
 /// this share of the interval; below it a low goodput is the application's choice and no

@@ -646,3 +646,181 @@ mod tests {
         assert_eq!(ev(&f[0], "waited_at_least_s"), (127 + 120 * 193) as f64);
     }
 }
+
+/// A measured connect is slow when it took this long: the kernel's initial SYN retransmission
+/// timeout (1 s), so a slow connect is one that waited for a lost SYN or SYN-ACK to be sent
+/// again.
+pub const SLOW_CONNECT_US: u64 = 1_000_000;
+/// Share of slow connects that is critical rather than a warning.
+pub const SLOW_CONNECT_CRITICAL: f64 = 0.10;
+
+/// The connects of one zone measured from connection events during the interval
+/// (`sockstat diagnose` as root traces them), the evidence R10 uses for SYNs that went
+/// unanswered and were sent again: the latencies connect() callers actually saw, not only the
+/// handshakes caught in SYN-SENT at the two samples.
+#[derive(Debug, Default, Clone)]
+pub struct MeasuredConnects {
+    latency: crate::events::stats::Histogram,
+    connects: u64,
+    slow: u64,
+    timed_out: u64,
+    syn_retransmits: u64,
+    /// Slow connects by destination, with the processes that made them.
+    slow_by_dest: HashMap<std::net::SocketAddr, (u64, std::collections::BTreeSet<String>)>,
+}
+
+impl MeasuredConnects {
+    /// Counts a client `connect` or `failed` event (others are ignored).
+    pub fn add(&mut self, e: &crate::events::ConnEvent) {
+        use crate::events::{EventKind, FailReason, Side};
+        if e.side != Some(Side::Client) || !matches!(e.kind, EventKind::Connect | EventKind::Failed)
+        {
+            return;
+        }
+        self.connects += 1;
+        let syn = u64::from(e.syn_retransmits.unwrap_or(0));
+        self.syn_retransmits += syn;
+        if e.kind == EventKind::Failed && e.reason == Some(FailReason::Timeout) {
+            self.timed_out += 1;
+        }
+        let us = e.connect_latency_us;
+        if e.kind == EventKind::Connect {
+            if let Some(us) = us {
+                self.latency.add(us);
+            }
+        }
+        if syn > 0 || us.is_some_and(|us| us >= SLOW_CONNECT_US) {
+            self.slow += 1;
+            // At most 1,000 destinations are told apart; the rest still count above.
+            if self.slow_by_dest.len() < 1000 || self.slow_by_dest.contains_key(&e.remote) {
+                let d = self.slow_by_dest.entry(e.remote).or_default();
+                d.0 += 1;
+                if let Some(p) = &e.process {
+                    if d.1.len() < 8 {
+                        d.1.insert(format!("{}[{}]", p.command.to_string_lossy(), p.pid));
+                    }
+                }
+            }
+        }
+    }
+
+    /// connect() calls measured.
+    pub fn connects(&self) -> u64 {
+        self.connects
+    }
+
+    /// R10's finding: connects that waited for SYN retransmissions during the interval; `None`
+    /// when none did.
+    pub fn finding(&self, interval_s: f64) -> Option<Finding> {
+        if self.slow == 0 {
+            return None;
+        }
+        let share = self.slow as f64 / self.connects.max(1) as f64;
+        let (dest, (n, procs)) = self
+            .slow_by_dest
+            .iter()
+            .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(a.0)))?;
+        let procs: Vec<&str> = procs.iter().map(String::as_str).collect();
+        let mut ev = Evidence::default();
+        ev.num("interval_s", interval_s)
+            .int("connects_measured", self.connects)
+            .int("slow_connects", self.slow)
+            .int("syn_retransmits", self.syn_retransmits)
+            .int("timed_out", self.timed_out)
+            .int("p50_connect_us", self.latency.quantile(0.5))
+            .int("p99_connect_us", self.latency.quantile(0.99))
+            .int("max_connect_us", self.latency.max())
+            .text(
+                "slowest_destination",
+                fmt::inet(dest.ip(), dest.port()).to_string(),
+            )
+            .int("slowest_destination_slow_connects", *n)
+            .text("slowest_destination_callers", procs.join(", "));
+        Some(Finding {
+            zone: None,
+            rule: RuleId::Retransmissions,
+            severity: if share >= SLOW_CONNECT_CRITICAL {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            socket: None,
+            summary: format!(
+                "{} of {} connects measured during the interval ({:.1}%) waited for SYN \
+                 retransmissions ({} SYNs sent again{}), most to {} ({n}, by {})",
+                self.slow,
+                self.connects,
+                share * 100.0,
+                self.syn_retransmits,
+                self.latency
+                    .max()
+                    .map(|m| format!(", the slowest {}", fmt::duration_us(m)))
+                    .unwrap_or_default(),
+                fmt::inet(dest.ip(), dest.port()),
+                if procs.is_empty() {
+                    "?".to_string()
+                } else {
+                    procs.join(", ")
+                },
+            ),
+            evidence: ev,
+            count: Some(self.slow),
+            confidence: Confidence::counted(format!(
+                "traced by connection events: {} of the {} connect() calls of the interval \
+                 waited for a SYN to be sent again",
+                self.slow, self.connects
+            )),
+            advice: "Each lost SYN costs the retransmission timeout (1 s): the server dropped it \
+                     (a full listen queue: listen-overflow; a SYN for a tuple it still holds in \
+                     TIME-WAIT: timewait-syn-rejected) or the path did (a firewall, a full \
+                     queue). sockstat drops, run while it happens, says where the kernel freed \
+                     them and why; sockstat events --stats shows the latency modes per \
+                     destination."
+                .into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod measured_tests {
+    use super::*;
+    use crate::events::tests::record;
+    use crate::events::{Clock, ConnEvent};
+    use sockstat_wire::tcp_events::{kind, side, state};
+
+    #[test]
+    fn slow_connects_are_a_finding_with_their_destination_and_callers() {
+        let c = Clock::fixed(0);
+        let mut m = MeasuredConnects::default();
+        for i in 0..198u64 {
+            let mut r = record(kind::CONNECT, state::SYN_SENT, side::CLIENT);
+            r.cookie = i;
+            m.add(&ConnEvent::from_record(&r, &c).unwrap());
+        }
+        assert_eq!(m.finding(5.0), None, "fast connects are no finding");
+        for retr in [1u32, 2] {
+            let mut r = record(kind::CONNECT, state::SYN_SENT, side::CLIENT);
+            r.syn_retrans = retr;
+            r.established_ns = r.start_ns + u64::from(retr) * 1_000_000_000 + 3_000_000;
+            m.add(&ConnEvent::from_record(&r, &c).unwrap());
+        }
+        // A server's accept is not a connect.
+        m.add(
+            &ConnEvent::from_record(&record(kind::ACCEPT, state::ESTABLISHED, side::SERVER), &c)
+                .unwrap(),
+        );
+        assert_eq!(m.connects(), 200);
+        let f = m.finding(5.0).unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.summary.starts_with("2 of 200 connects measured during the interval (1.0%) waited for SYN retransmissions (3 SYNs sent again, the slowest 2 s)"), "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("most to 127.0.0.1:47001 (2, by python3[5446])"),
+            "{}",
+            f.summary
+        );
+        let ev: HashMap<&str, &Value> = f.evidence.0.iter().map(|(k, v)| (*k, v)).collect();
+        assert_eq!(ev["slow_connects"], &Value::from(2));
+        assert_eq!(ev["max_connect_us"], &Value::from(2_003_000));
+    }
+}

@@ -114,6 +114,9 @@ warning_codes! {
     ExactLocksUnavailable => "exact-locks-unavailable",
     /// Not root: buffer locks are inferred and other users' processes are not named.
     BufferLocksInferred => "buffer-locks-inferred",
+    /// `sockstat diagnose`: connection events could not be traced (privileges or kernel), so
+    /// connect latencies were not measured.
+    ConnectEventsUnavailable => "connect-events-unavailable",
     /// `sockstat kill`: listening or unconnected sockets matched and were left alone (neither
     /// `-l` nor `--state` asked for them).
     ListenersKept => "listeners-kept",

@@ -170,12 +170,12 @@ pub fn escape_label(v: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn header(out: &mut impl Write, name: &str, kind: &str, help: &str) -> io::Result<()> {
+pub(crate) fn header(out: &mut impl Write, name: &str, kind: &str, help: &str) -> io::Result<()> {
     writeln!(out, "# HELP {name} {help}")?;
     writeln!(out, "# TYPE {name} {kind}")
 }
 
-fn sample(
+pub(crate) fn sample(
     out: &mut impl Write,
     name: &str,
     labels: &[(&str, &str)],

@@ -2,9 +2,12 @@
 //! CSV or a summary. Renderers do no I/O other than writing their output, and never consult the
 //! system: everything they show is in the snapshot.
 
+pub mod conn_events;
 pub mod counters;
 pub mod csv;
 pub mod diagnose;
+pub mod drops;
+pub mod event_metrics;
 pub mod events;
 pub mod fmt;
 pub mod json;

@@ -57,6 +57,51 @@ fn columns(out: &mut dyn Write, rows: &[Vec<String>], right: &[bool]) -> io::Res
     Ok(())
 }
 
+/// The processes that opened connections to each destination during the interval, when
+/// connection events named them.
+fn write_openers(out: &mut dyn Write, r: &PortsReport) -> io::Result<()> {
+    let named: Vec<_> = r
+        .destinations
+        .iter()
+        .filter(|d| d.opened_by.as_ref().is_some_and(|v| !v.is_empty()))
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Opened during the interval (connect() calls, from connection events):"
+    )?;
+    for d in named {
+        let who: Vec<String> = d
+            .opened_by
+            .iter()
+            .flatten()
+            .map(|o| {
+                let mut s = format!(
+                    "{}[{}] {}",
+                    for_terminal(o.command.as_bytes()),
+                    o.pid,
+                    o.connections
+                );
+                if o.failed > 0 {
+                    s.push_str(&format!(" ({} failed)", o.failed));
+                }
+                s
+            })
+            .collect();
+        writeln!(
+            out,
+            "  {} -> {}: {}",
+            d.local_address,
+            inet(d.remote_address, d.remote_port),
+            who.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 /// Writes the report as text: the range and settings, the destinations, the servers, then the
 /// findings with their advice.
 pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
@@ -162,6 +207,7 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
             &rows,
             &[false, false, true, true, true, true, true, false],
         )?;
+        write_openers(out, r)?;
     }
     if !r.servers.is_empty() {
         writeln!(out)?;

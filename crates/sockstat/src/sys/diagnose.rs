@@ -2,8 +2,10 @@
 //! nothing): the exact buffer locks (`--exact-locks`), whether the caller is root, the page
 //! size, and [`run`], the whole two-sample diagnosis of the connections a query selects.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
+use crate::diagnose::MeasuredConnects;
 use crate::diagnose::{self, Options, Report, RuleId};
 use crate::model::{Warning, WarningCode};
 use crate::sample::Sample;
@@ -17,6 +19,9 @@ pub struct Diagnosis {
     pub bandwidth: Option<f64>,
     /// Read whether applications set SO_SNDBUF/SO_RCVBUF exactly, as root (`--exact-locks`).
     pub exact_locks: bool,
+    /// Trace connection events during the interval (CAP_BPF and CAP_PERFMON, or root) and give
+    /// R10 the connect latencies callers saw; a warning says when they could not be traced.
+    pub connect_events: bool,
 }
 
 /// Samples the TCP connections `query` selects twice, `interval` apart, in the zones it
@@ -32,10 +37,62 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
     let sampler = Sampler::new(&q);
     let mut first = q.clone();
     first.owners = q.filters_owners() && q.owners;
+    let (mut tracer, untraced) = if how.connect_events {
+        match crate::events::Tracer::start(false, crate::events::RING_BYTES) {
+            Ok(t) => (Some(t), None),
+            Err(u) => (None, Some(u.message)),
+        }
+    } else {
+        (None, None)
+    };
     let before = sampler.sample_with(&first)?;
-    std::thread::sleep(interval.saturating_sub(before.taken.elapsed()));
+    let mut measured: HashMap<u64, MeasuredConnects> = HashMap::new();
+    let until = before.taken + interval;
+    let clock = crate::events::Clock::now();
+    loop {
+        if let Some(t) = tracer.as_mut() {
+            t.drain(|r| {
+                if let Some(e) = crate::events::ConnEvent::from_record(&r, &clock) {
+                    measured.entry(e.netns).or_default().add(&e);
+                }
+            });
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(if tracer.is_some() {
+            left.min(Duration::from_millis(50))
+        } else {
+            left
+        });
+    }
     let after = sampler.sample()?;
-    Ok(judge(&before, &after, how))
+    let mut report = judge(&before, &after, how);
+    if tracer.is_some() {
+        let own = crate::events::own_netns();
+        for z in &after.zones {
+            let netns = z.zone.as_ref().and_then(|z| z.netns_inode).or(own);
+            let found = netns
+                .and_then(|n| measured.get(&n))
+                .and_then(|m| m.finding(report.interval_s));
+            if let Some(mut f) = found {
+                f.zone = z.zone.clone().filter(|_| after.zoned);
+                report.findings.push(f);
+            }
+        }
+        diagnose::sort_findings(&mut report.findings);
+    }
+    if let Some(why) = untraced {
+        report.warnings.push(Warning::new(
+            WarningCode::ConnectEventsUnavailable,
+            format!(
+                "connect latencies were not measured ({why}): unanswered SYNs are judged only \
+                 from the handshakes caught in the two samples"
+            ),
+        ));
+    }
+    Ok(report)
 }
 
 /// [`diagnose::judge`] with the system's part: the page size, the exact buffer locks of the

@@ -1,6 +1,7 @@
 //! Gathering from the running system (Linux): the sock_diag dumps and the /proc owner scan run
 //! concurrently, then are joined into a [`Snapshot`]. Nothing here renders.
 
+pub mod bpf;
 pub mod buflock;
 pub mod cgroup;
 pub mod counters;
@@ -11,8 +12,10 @@ pub mod netlink;
 pub mod netns;
 pub mod owners;
 pub mod sampler;
+pub mod skb_drops;
 pub mod sysctl;
 pub mod taskfile;
+pub mod tcp_events;
 pub mod timing;
 pub mod users;
 
