@@ -89,7 +89,7 @@ pub fn print_scale(s: &Scale) {
     );
 }
 
-// Baseline floor medians (ms) from shared/research/baseline.md, at 1k/10k/60k/200k.
+// Baseline floor medians (ms) from doc/baseline-study.md#the-floor, at 1k/10k/60k/200k.
 const BASE_SCALES: [usize; 4] = [1000, 10000, 60000, 200000];
 const BASE_FLOOR: [(&str, [f64; 4]); 4] = [
     ("floor-a", [4.0, 11.0, 56.0, 188.0]),
@@ -730,7 +730,7 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
         md,
         "\nRuns per cell after one uncounted warm-up: {} (5 for tools slower than 2 s at 200k). \
          Every command runs as `sh -c 'exec TOOL >/dev/null 2>&1'` under `hyperfine -N`, so each cell includes \
-         the wrapper (last row), as in baseline.md. cpu s = mean user+system seconds per run.\n",
+         the wrapper (last row), as in the [baseline study](baseline-study.md#method). cpu s = mean user+system seconds per run.\n",
         runs.join(", ")
     );
     let loads: Vec<String> = scales
@@ -892,11 +892,11 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
     if let Some(section) = serve_section(&o.out.join("serve")).or(kept) {
         md.push_str(&section);
     }
-    let _ = writeln!(md, "## Floor against baseline.md (must be within 30 %)\n");
+    let _ = writeln!(md, "## Floor against the baseline (must be within 30 %)\n");
     let _ = writeln!(
         md,
         "The floor is `sockfloor` (bench/src/bin/sockfloor.rs), which shares no code with sockstat. Its medians \
-         are compared with the floor rows of shared/research/baseline.md (same workload mix and process counts; \
+         are compared with the floor rows of the [baseline study](baseline-study.md#the-floor) (same workload mix and process counts; \
          100k is interpolated linearly between baseline's 60k and 200k). A floor much slower than the baseline \
          would flatter sockstat.\n"
     );
@@ -904,7 +904,7 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
         md,
         "| row | scale | here ms | baseline ms | ratio | |\n|---|---|---|---|---|---|"
     );
-    let _ = writeln!(sum, "\nfloor vs baseline.md:");
+    let _ = writeln!(sum, "\nfloor vs the baseline study:");
     for (id, vals) in BASE_FLOOR {
         for s in scales {
             let (Some(here), Some((base, interp))) = (s.median(id), baseline_at(&vals, s.n)) else {
@@ -951,7 +951,7 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          socket counts for tools that map owners. The TIME_WAIT trickle's own short-lived sockets (port 1999 at one \
          end) are left out on both sides. `generator` compares the generator's truth with the floor's independent \
          count. ok = matches; **FAIL** = a required match (the kit, ss or sockstat) failed; diff = a peer differs \
-         (see baseline.md's correctness table for the known cases).\n"
+         (see the [baseline study's correctness table](baseline-study.md#correctness) for the known cases).\n"
     );
     let _ = writeln!(
         md,
@@ -1185,7 +1185,7 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
          (bench/src/pycall.rs) imports psutil and the sockstat package, makes one uncounted call of each, then \
          `--runs` rounds of `net_connections()` of both for kinds `inet` and `all`, and `sockstat.sockets()`, \
          timing each call alone with `time.perf_counter` and `time.process_time` after a `gc.collect()`.\n\
-         * The host is a shared VM: medians can move by tens of percent between runs (see baseline.md's notes).\n",
+         * The host is a shared VM: medians can move by tens of percent between runs (see the [baseline study's notes](baseline-study.md#notes)).\n",
         crate::NICE,
         meta["quiet_wait_s"].as_u64().unwrap_or(90)
     );
@@ -1213,7 +1213,7 @@ pub fn splice_serve(doc: &str, section: &str) -> String {
     if let Some(old) = serve_part(doc) {
         return doc.replacen(old, section, 1);
     }
-    match doc.find("## Floor against baseline.md") {
+    match doc.find("## Floor against the baseline") {
         Some(i) => format!("{}{section}\n{}", &doc[..i], &doc[i..]),
         None => format!("{doc}\n{section}"),
     }

@@ -72,7 +72,8 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// The command as timed: `sh -c 'exec TOOL >/dev/null 2>&1'` (as in baseline.md).
+    /// The command as timed: `sh -c 'exec TOOL >/dev/null 2>&1'` (as in
+    /// doc/baseline-study.md#method).
     pub fn shell(&self) -> String {
         format!("exec {} >/dev/null 2>&1", self.argv.join(" "))
     }

@@ -285,7 +285,8 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// The 20 ms, 20 Mbit/s path of kernel.md §3.2 (scaled down from 100 Mbit/s to spare the CPU).
+/// The 20 ms, 20 Mbit/s path of doc/calibration.md#experiments (scaled down from 100 Mbit/s to
+/// spare the CPU).
 fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
     Path::new(
         tag,

@@ -3,18 +3,18 @@
 //! long-lived socket with its true holder, and never attribute a socket to a process that did
 //! not hold it.
 //!
-//! To make pid reuse happen during the scans (kernel.md §5.1), everything runs in a pid namespace
-//! of its own (`unshare --pid --fork --mount-proc --kill-child`) whose `pid_max` (per namespace
-//! since Linux 6.14) is set to 340: pids then cycle through 301..339, and the churn reuses each of
-//! them every ~40 forks, several times per sockstat run. Inside, this test binary runs as the
-//! namespace's init (`churn_driver`, entered from an ELF constructor when `HARDENING_CHURN` is
-//! set): it forks a long-lived holder, a churner, then runs sockstat `RUNS` times. Every process
-//! appends what it holds to a truth log, with CLOCK_MONOTONIC times taken so that each logged
-//! interval contains the real one: `open` carries a time read before `socket()` (or before the
-//! `fork()` that inherited it), `close` a time read after `close()`, `exit` a time read after
-//! `waitpid()` returned. The check: every (pid, fd, inode) a run reports was held by that pid at
-//! some moment of [run start, run end]. Odd runs add `--command 'hardening*'`, the path that
-//! reads each process's comm before its fds.
+//! To make pid reuse happen during the scans (doc/linux.md#process-owners), everything runs in a
+//! pid namespace of its own (`unshare --pid --fork --mount-proc --kill-child`) whose `pid_max` (per
+//! namespace since Linux 6.14) is set to 340: pids then cycle through 301..339, and the churn
+//! reuses each of them every ~40 forks, several times per sockstat run. Inside, this test binary
+//! runs as the namespace's init (`churn_driver`, entered from an ELF constructor when
+//! `HARDENING_CHURN` is set): it forks a long-lived holder, a churner, then runs sockstat `RUNS`
+//! times. Every process appends what it holds to a truth log, with CLOCK_MONOTONIC times taken so
+//! that each logged interval contains the real one: `open` carries a time read before `socket()`
+//! (or before the `fork()` that inherited it), `close` a time read after `close()`, `exit` a time
+//! read after `waitpid()` returned. The check: every (pid, fd, inode) a run reports was held by
+//! that pid at some moment of [run start, run end]. Odd runs add `--command 'hardening*'`, the path
+//! that reads each process's comm before its fds.
 //!
 //! Bounded: at most `MAX_FORKS` forks per churner (`CHURNERS` of them) and `CHURN_SECS` seconds
 //! of churn, `RUNS` runs of sockstat

@@ -1,7 +1,7 @@
-//! Ephemeral-port use and TIME-WAIT accumulation (research/kernel.md §3.3 R7 and R8; the
-//! incident of seeds/003): which destinations use how much of `net.ipv4.ip_local_port_range`,
-//! how long their TIME-WAIT entries stay, how fast new ones appear, and, on the server side,
-//! which clients leave TIME-WAIT entries on a listening port.
+//! Ephemeral-port use and TIME-WAIT accumulation (doc/calibration.md, R7 and R8; the
+//! incident of doc/seeds.md#seed-003): which destinations use how much of
+//! `net.ipv4.ip_local_port_range`, how long their TIME-WAIT entries stay, how fast new ones appear,
+//! and, on the server side, which clients leave TIME-WAIT entries on a listening port.
 //!
 //! Pure: takes snapshots, sysctl values and counter sets gathered elsewhere
 //! (`sys::sysctl`, `sys::counters`) and returns a [`PortsReport`]. No I/O.

@@ -4,7 +4,7 @@
 //! `tcp_info` and socket memory, the namespace's MIB counters, `/proc/net/sockstat`'s TCP memory)
 //! and a [`Context`] (sysctls, the interval, an optional bottleneck bandwidth). [`evaluate`] joins
 //! the sockets by cookie, derives rates and shares over the interval ([`Flow`]), runs every rule
-//! (one module each, research/kernel.md §3.3 R1-R10) and returns [`Finding`]s sorted by severity.
+//! (one module each, R1-R10 of doc/calibration.md) and returns [`Finding`]s sorted by severity.
 //!
 //! This module is pure: it never reads the system and never prints. Gathering is the caller's
 //! job (the `diagnose` command); rendering is [`crate::render::diagnose`].
@@ -48,7 +48,7 @@ pub use retransmissions::{MeasuredConnects, SLOW_CONNECT_US};
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
 /// this share of the interval; below it a low goodput is the application's choice and no
-/// transport rule fires (kernel.md §3.3 preamble).
+/// transport rule fires (doc/calibration.md#sampling-model).
 pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
 /// Goodput must reach this fraction of a limit's ceiling (the limit divided by the RTT the flow
 /// saw over the interval) before the limit is called binding. In the diagnosis matrix
@@ -57,15 +57,16 @@ pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
 /// 0.36 (a large buffer a bulk sender keeps full).
 pub const CEILING_MATCH: f64 = 0.5;
 /// Without a known bottleneck bandwidth, a ceiling at or above this (1 Gbit/s, in bytes/s) is
-/// not reported: the seed's own negative case (a small buffer at loopback RTT) has a ceiling of
-/// gigabytes per second and "barely hurts".
+/// not reported: the negative case of doc/seeds.md#receive-buffer (a small buffer at loopback RTT)
+/// has a ceiling of gigabytes per second and "barely hurts".
 pub const UNKNOWN_BANDWIDTH_CEILING: f64 = 125_000_000.0;
 /// A ceiling below this (10 Mbit/s) on a path of at least [`SLOW_PATH_RTT_US`] is critical
-/// (kernel.md R1 severity).
+/// (doc/calibration.md#common-thresholds).
 pub const CRITICAL_CEILING: f64 = 1_250_000.0;
 /// See [`CRITICAL_CEILING`].
 pub const SLOW_PATH_RTT_US: u32 = 10_000;
-/// A ceiling below this share of the known bandwidth is critical (kernel.md R1 severity).
+/// A ceiling below this share of the known bandwidth is critical
+/// (doc/calibration.md#common-thresholds).
 pub const CRITICAL_BANDWIDTH_SHARE: f64 = 0.5;
 
 /// The rules, by the id used in JSON (`"rule"`) and in doc/diagnostics.md.
@@ -135,7 +136,7 @@ impl Serialize for RuleId {
     }
 }
 
-/// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, kernel.md §4).
+/// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, doc/linux.md#exact-locks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufLock {
     /// SO_SNDBUF was set (SOCK_SNDBUF_LOCK).
@@ -323,7 +324,8 @@ impl Report {
     }
 }
 
-/// One TCP socket seen in both samples, with the derived quantities of kernel.md §3.1.
+/// One TCP socket seen in both samples, with the derived quantities of
+/// doc/calibration.md#sampling-model.
 #[derive(Debug, Clone, Copy)]
 pub struct Flow<'a> {
     /// The socket in the earlier sample.
@@ -444,7 +446,7 @@ fn ratio(part: u64, whole: u64) -> Option<f64> {
 
 /// The bottleneck bandwidth for a flow, bytes/s, and where it came from: the operator's
 /// `--bandwidth`, else the largest delivery rate not marked app-limited (a lower bound: a
-/// flow bound by a window or buffer cannot measure the path, kernel.md §3.1).
+/// flow bound by a window or buffer cannot measure the path, doc/calibration.md#bandwidth-and-bdp).
 pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static str)> {
     if let Some(b) = ctx.bandwidth {
         return Some((b, "operator"));
@@ -459,7 +461,8 @@ pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static st
 
 /// The bandwidth to size a buffer for, when it says more than the ceiling already does: the
 /// operator's, or a measured one above the ceiling (a measured rate at or below it is a sample
-/// taken while the limit held, kernel.md §3.1, and would advise a buffer no larger than today's).
+/// taken while the limit held, doc/calibration.md#bandwidth-and-bdp, and would advise a buffer no
+/// larger than today's).
 pub fn bandwidth_beyond(
     flow: &Flow<'_>,
     ctx: &Context,
@@ -478,7 +481,7 @@ pub fn ceiling_matters(ceiling: f64, ctx: &Context) -> bool {
 }
 
 /// Severity of a throughput cap: critical when the ceiling is below half the known bandwidth,
-/// or below 10 Mbit/s on a path of 10 ms or more (kernel.md R1).
+/// or below 10 Mbit/s on a path of 10 ms or more (doc/calibration.md#common-thresholds).
 pub fn cap_severity(ceiling: f64, min_rtt_us: u32, ctx: &Context) -> Severity {
     let vs_bw = ctx
         .bandwidth

@@ -1,12 +1,13 @@
 //! R4, `receive-buffer-locked`: this host's receive buffer is fixed (SO_RCVBUF) or cannot
 //! grow, and the window it allows caps a flow we receive.
 //!
-//! Case: seed 001's 8 KiB SO_RCVBUF ("the receive window depends on SO_RCVBUF"), reproduced in
-//! doc/calibration.md experiment E: the receiver had `rb = 16384` and `rcv_wscale = 0`
-//! where this host's sysctls imply 10. SO_RCVBUF set before listen()/connect() fixes the
-//! window scale at the handshake (doc/linux.md#lock-heuristics, heuristic 2); set later, `rb` stays at exactly
-//! 2N while the receiver's DRS estimate (`rcv_space`) wants more (heuristic 3). The seed's
-//! negative case (8 KiB at loopback RTT) has a ceiling far above any link and is not reported.
+//! Case: the 8 KiB SO_RCVBUF of doc/seeds.md#receive-buffer ("the receive window depends on
+//! SO_RCVBUF"), reproduced in doc/calibration.md experiment E: the receiver had `rb = 16384` and
+//! `rcv_wscale = 0` where this host's sysctls imply 10. SO_RCVBUF set before listen()/connect()
+//! fixes the window scale at the handshake (doc/linux.md#lock-heuristics, heuristic 2); set later,
+//! `rb` stays at exactly 2N while the receiver's DRS estimate (`rcv_space`) wants more (heuristic
+//! 3). The seed's negative case (8 KiB at loopback RTT) has a ceiling far above any link and is not
+//! reported.
 //!
 //! Host finding (socket null): `net.ipv4.tcp_moderate_rcvbuf=0` turns receive autotuning off
 //! for every connection.

@@ -12,7 +12,7 @@ pub use sockstat_wire::tcp_info::{opt, TcpInfo};
 
 /// `tcpi_snd_ssthresh` when no threshold has been set yet (initial slow start).
 pub const SSTHRESH_INFINITE: u32 = 0x7fff_ffff;
-/// The largest window a header can carry without scaling (RFC 7323 §2.2).
+/// The largest window a header can carry without scaling (RFC 7323 section 2.2).
 pub const MAX_UNSCALED_WINDOW: u32 = 65_535;
 
 /// TCP internals of one socket.
@@ -61,7 +61,7 @@ impl TcpDetails {
     }
 
     /// Our receive window as it can actually be advertised: `tcpi_rcv_wnd` is stored before the
-    /// clamp to `65535 << rcv_wscale` (`tcp_select_window`, kernel.md §2.2), so a connection
+    /// clamp to `65535 << rcv_wscale` (`tcp_select_window`, doc/linux.md#windows), so a connection
     /// without window scaling can show 1.7 MB while advertising at most 64 KiB.
     pub fn rcv_wnd_advertised(&self) -> Option<u32> {
         let raw = self.info.rcv_wnd()?;
@@ -89,7 +89,7 @@ impl TcpDetails {
     }
 }
 
-/// `part / busy`, where `busy_time` counts all three chronographs (kernel.md §2.2).
+/// `part / busy`, where `busy_time` counts all three chronographs (doc/linux.md#chronographs).
 fn share(part: u64, busy: u64) -> Option<f64> {
     (busy > 0).then(|| (part as f64 / busy as f64).min(1.0))
 }
@@ -272,7 +272,8 @@ mod tests {
 
     #[test]
     fn rcv_wnd_is_clamped_without_wscale() {
-        // 1779592 stored, no WSCALE option: can advertise at most 65535 (kernel.md §3.2 D).
+        // 1779592 stored, no WSCALE option: can advertise at most 65535
+        // (doc/calibration.md#experiment-d).
         let i = info_with(
             280,
             &[(232, &1_779_592u32.to_ne_bytes()), (5, &[opt::TIMESTAMPS])],

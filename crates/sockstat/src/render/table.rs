@@ -209,8 +209,8 @@ fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
         cell.push('-');
         return;
     };
-    // A listener reports only its queue, cwnd and pacing rate (kernel.md §2.2): the rest is 0,
-    // not a measurement.
+    // A listener reports only its queue, cwnd and pacing rate (doc/linux.md#listeners): the rest is
+    // 0, not a measurement.
     if s.state == State::Listen && !matches!(col, Col::Cc | Col::Cwnd) {
         cell.push('-');
         return;

@@ -28,8 +28,8 @@ use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
 use crate::query::{Query, Source};
 
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
-/// calling thread meanwhile (research/baseline.md: 2 scan threads + concurrent dump is the floor
-/// on 2 cores).
+/// calling thread meanwhile (doc/baseline-study.md#the-floor: 2 scan threads + concurrent dump is
+/// the floor on 2 cores).
 fn scan_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())

@@ -2,10 +2,11 @@
 //! for every socket fd of every visible process, plus the command name and uid of each process
 //! that holds at least one socket.
 //!
-//! Cost model (research/baseline.md): about 1 µs of `getdents64` and 2 µs of `readlinkat` per fd,
-//! so the scan makes exactly one syscall per fd: `readlinkat` relative to the `fd` directory's
-//! file descriptor, into a stack buffer, with no path strings and no `stat`. Processes are shared
-//! between threads through an atomic cursor, since fd counts vary wildly between processes.
+//! Cost model (doc/baseline-study.md#floor-detail): about 1 µs of `getdents64` and 2 µs of
+//! `readlinkat` per fd, so the scan makes exactly one syscall per fd: `readlinkat` relative to the
+//! `fd` directory's file descriptor, into a stack buffer, with no path strings and no `stat`.
+//! Processes are shared between threads through an atomic cursor, since fd counts vary wildly
+//! between processes.
 //!
 //! Every read about one process goes through a directory fd opened on `/proc/<pid>` once, so a
 //! pid reused by a new process mid-scan cannot mix two processes' data: a `/proc/<pid>` directory
