@@ -35,7 +35,10 @@ fn running_kernel_btf_gives_the_task_file_layout() {
             wanted: Some(4),
         },
     );
-    assert!(p.len() > 30 && p.len() < 96, "{} instructions", p.len());
+    // A sanity bound on the generated code (106 instructions since the per-process pid
+    // namespace translation): the program is straight-line work per fd, far below any verifier
+    // limit; a count far outside this means the assembler emitted something unintended.
+    assert!(p.len() > 30 && p.len() < 160, "{} instructions", p.len());
 }
 
 #[test]
