@@ -24,7 +24,8 @@ fn bandwidth(s: &str) -> Result<f64, String> {
 #[command(after_help = "\
 Findings (doc/diagnostics.md): send-buffer-limited, receive-window-limited,
 window-scaling-missing, receive-buffer-locked, receiver-not-reading, delayed-ack,
-memory-pressure, ephemeral-ports, timewait-syn-rejected, listen-overflow, retransmissions.
+memory-pressure, ephemeral-ports, timewait-syn-rejected, listen-overflow, retransmissions,
+close-wait.
 
 Examples:
   sockstat diagnose                         every TCP connection, 1 s apart

@@ -944,3 +944,78 @@ fn the_ports_finding_prints_the_command_that_frees_them() {
     assert_eq!(after["destinations"], serde_json::json!([]), "{after:#}");
     drop(l);
 }
+
+/// A server that never closes what its clients closed: `diagnose` reports the pile-up in
+/// CLOSE_WAIT as one finding with the count, and the command it prints aborts exactly those
+/// connections, leaving the listener and a live connection on the same port alone.
+#[test]
+fn diagnose_prints_the_kill_for_a_close_wait_pileup_and_it_frees_exactly_those() {
+    require_root!("diagnose_prints_the_kill_for_a_close_wait_pileup (network namespace)");
+    let ns = Netns::new();
+    let (l, held, mut live) = in_ns(&ns, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        // Ten clients that close at once: the server ends get their FIN and sit in CLOSE_WAIT.
+        let held: Vec<TcpStream> = (0..10)
+            .map(|_| {
+                let (c, s) = connect(&l);
+                drop(c);
+                s
+            })
+            .collect();
+        let live = connect(&l);
+        (l, held, live)
+    });
+    let port = l.local_addr().unwrap().port();
+    let p = port.to_string();
+    let out = sockstat(&["diagnose", "--interval", "0.3", "-p", &p, "--json"])
+        .netns(&ns)
+        .run()
+        .no_panic();
+    let v: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("diagnose JSON ({e}): {out:#?}"));
+    validate_against("diagnose.schema.json", &v);
+    let found: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "close-wait")
+        .collect();
+    assert_eq!(found.len(), 1, "one finding for the pile-up: {v:#}");
+    let f = found[0];
+    assert_eq!(out.code, Some(1), "a warning sets exit status 1: {out:#?}");
+    assert_eq!(f["count"], 10, "{f:#}");
+    assert_eq!(f["severity"], "warning", "{f:#}");
+    assert_eq!(f["evidence"]["side"], "server", "{f:#}");
+    let advice = f["advice"].as_str().unwrap();
+    let want = format!(
+        "sockstat kill --state CLOSE_WAIT --src 127.0.0.1 -p {port} --pid {}",
+        std::process::id()
+    );
+    assert!(advice.ends_with(&want), "{advice}");
+
+    // The printed command, as an operator would paste it (with --yes off a terminal).
+    let args: Vec<&str> = want.split(' ').skip(1).collect();
+    let out = sockstat(&args)
+        .args(&["--yes", "--json"])
+        .netns(&ns)
+        .run()
+        .no_panic();
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let k = kill_json(&out);
+    assert_eq!(k["summary"]["killed"], 10, "{k:#}");
+    for s in sockets(&k) {
+        assert_eq!(s["state"], "CLOSE_WAIT", "{s}");
+        assert_eq!(s["local"]["port"], u64::from(port), "{s}");
+    }
+    // Gone from the kernel's table although their process still holds the descriptors (a read
+    // on one returns the EOF it already had: the FIN came first).
+    let left = sockstat(&["--state", "CLOSE_WAIT", "-p", &p, "--json"])
+        .netns(&ns)
+        .ok()
+        .json();
+    assert!(sockets(&left).is_empty(), "{left:#}");
+    drop(held);
+    assert!(works(&mut live.0, &mut live.1), "the live connection");
+    let (mut a, mut b) = in_ns(&ns, || connect(&l));
+    assert!(works(&mut a, &mut b), "the listener");
+}

@@ -15,6 +15,7 @@
 //! the interval (limit / srtt, queueing included; doc/calibration.md#ceilings), and that
 //! ceiling to matter (below the bandwidth, when known, or below [`UNKNOWN_BANDWIDTH_CEILING`]).
 
+mod close_wait;
 mod delayed_ack;
 mod ephemeral_ports;
 mod interval;
@@ -94,11 +95,13 @@ pub enum RuleId {
     ListenOverflow,
     /// R10: retransmissions, RTO recovery, black holes.
     Retransmissions,
+    /// R11: connections the peer closed pile up in CLOSE_WAIT, never closed by their process.
+    CloseWait,
 }
 
 impl RuleId {
     /// Every rule, in documentation order.
-    pub const ALL: [RuleId; 11] = [
+    pub const ALL: [RuleId; 12] = [
         RuleId::SendBufferLimited,
         RuleId::ReceiveWindowLimited,
         RuleId::WindowScalingMissing,
@@ -110,6 +113,7 @@ impl RuleId {
         RuleId::TimewaitSynRejected,
         RuleId::ListenOverflow,
         RuleId::Retransmissions,
+        RuleId::CloseWait,
     ];
 
     /// The id used in JSON.
@@ -126,6 +130,7 @@ impl RuleId {
             RuleId::TimewaitSynRejected => "timewait-syn-rejected",
             RuleId::ListenOverflow => "listen-overflow",
             RuleId::Retransmissions => "retransmissions",
+            RuleId::CloseWait => "close-wait",
         }
     }
 }
@@ -529,6 +534,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("timewait_syn", timewait_syn::check),
     ("listen_overflow", listen_overflow::check),
     ("retransmissions", retransmissions::check),
+    ("close_wait", close_wait::check),
 ];
 
 /// Joins the samples by socket cookie and runs every rule. Findings come back most severe
