@@ -45,10 +45,11 @@ fn sockets<'py>(
     opts.verbose = true;
     let _gc = objects::GcPause::new(py)?;
     let b = objects::Builder::new(py)?;
+    let objects = sockstat::render::json::SocketObjects::new(&snap, &opts);
     let items = snap
         .sockets
         .iter()
-        .map(|s| b.build(&sockstat::render::json::socket_object(&snap, s, &opts)))
+        .map(|s| b.build(&objects.object(s)))
         .collect::<PyResult<Vec<_>>>()?;
     let list = PyList::new(py, items)?;
     PyTuple::new(

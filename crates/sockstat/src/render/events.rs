@@ -137,12 +137,16 @@ pub fn write_json(
         ("close", prev, &changes.closed),
         ("open", next, &changes.opened),
     ] {
+        if picked.is_empty() {
+            continue;
+        }
+        let objects = json::SocketObjects::new(snap, opts);
         for &i in picked {
             let e = JsonEvent {
                 version: VERSION,
                 event,
                 time: &time,
-                socket: json::socket(snap, &snap.sockets[i], opts),
+                socket: objects.json(&snap.sockets[i]),
             };
             serde_json::to_writer(&mut *out, &e)?;
             out.write_all(b"\n")?;

@@ -351,12 +351,35 @@ fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
     }
 }
 
-/// One socket as the listing document's object for it, ready for any serde serializer: what
-/// [`write()`] prints for `s`, for callers that build other representations of the same contract
-/// (the Python package makes its objects from it). `opts` selects the optional parts as in
-/// [`write()`].
-pub fn socket_object<'a>(snap: &'a Snapshot, s: &'a Socket, opts: &Options) -> impl Serialize + 'a {
-    socket(snap, s, opts)
+/// The listing document's socket objects of one snapshot, ready for any serde serializer: what
+/// [`write()`] prints for each socket, for callers that build them one at a time or in other
+/// representations of the same contract (the Python package, event streams). The lookups they share are made once, so a unix
+/// socket's peer holders are found through an index instead of a search of every socket (a
+/// search per socket made 100,000 objects quadratic).
+pub struct SocketObjects<'a> {
+    snap: &'a Snapshot,
+    opts: Options,
+    listed: Listed<'a>,
+}
+
+impl<'a> SocketObjects<'a> {
+    /// Prepares the objects of `snap`'s sockets, rendered with `opts`.
+    pub fn new(snap: &'a Snapshot, opts: &Options) -> SocketObjects<'a> {
+        SocketObjects {
+            snap,
+            opts: opts.clone(),
+            listed: listed_unix(snap),
+        }
+    }
+
+    /// One socket of the snapshot as the listing's socket object.
+    pub fn object(&self, s: &'a Socket) -> impl Serialize + 'a {
+        self.json(s)
+    }
+
+    pub(crate) fn json(&self, s: &'a Socket) -> JsonSocket<'a> {
+        socket_in(self.snap, s, &self.opts, Some(&self.listed))
+    }
 }
 
 /// One warning as the documents' `warnings` array holds it (`details` only when `verbose`).
