@@ -10,7 +10,7 @@
 //! samples, and speaks from [`PILEUP`] of them: one finding per process and port, with a count,
 //! and the `sockstat kill` command that frees them (doc/kill.md).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::*;
 use send_buffer::owner_text;
@@ -24,98 +24,91 @@ pub const CRITICAL: usize = 256;
 /// How many of the connections are listed in the evidence.
 const LISTED: usize = 8;
 
+/// The group a CLOSE_WAIT socket counts in: its first holder, whether it is a server's accepted
+/// connection (its local port is listened on), and the port that names the group (the local one
+/// for a server, the remote one for a client).
+type Group = (Option<u32>, bool, u16);
+
+fn group_of(s: &Socket, listening: &HashSet<u16>) -> Option<Group> {
+    let Endpoint::Inet { port: lport, .. } = s.local else {
+        return None;
+    };
+    let server = listening.contains(&lport);
+    let port = if server {
+        lport
+    } else {
+        match &s.remote {
+            Some(Endpoint::Inet { port, .. }) => *port,
+            _ => return None,
+        }
+    };
+    Some((s.owners.first().map(|o| o.pid), server, port))
+}
+
+/// The TCP sockets of `snap` in `state`.
+fn tcp_in(snap: &Snapshot, state: State) -> impl Iterator<Item = &Socket> {
+    snap.sockets
+        .iter()
+        .filter(move |s| s.proto == Proto::Tcp && s.state == state)
+}
+
 /// Runs R11.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     // Ports that something listens on in this zone: a CLOSE_WAIT socket on one of them is a
     // server's accepted connection (grouped by its local port); any other is a client's
     // (grouped by the port it connected to).
-    let listening: std::collections::HashSet<u16> = input
-        .after
-        .snapshot
-        .sockets
-        .iter()
-        .filter(|s| s.proto == Proto::Tcp && s.state == State::Listen)
+    let listening: HashSet<u16> = tcp_in(&input.after.snapshot, State::Listen)
         .filter_map(|s| match s.local {
             Endpoint::Inet { port, .. } => Some(port),
             _ => None,
         })
         .collect();
-    let mut groups: BTreeMap<(Option<u32>, bool, u16), Vec<&Flow<'_>>> = BTreeMap::new();
+    let mut held: BTreeMap<Group, Vec<&Flow<'_>>> = BTreeMap::new();
     for f in &input.flows {
         if f.before.state != State::CloseWait || f.after.state != State::CloseWait {
             continue;
         }
-        let Endpoint::Inet { port: lport, .. } = f.after.local else {
-            continue;
-        };
-        let server = listening.contains(&lport);
-        let port = if server {
-            lport
-        } else {
-            match &f.after.remote {
-                Some(Endpoint::Inet { port, .. }) => *port,
-                _ => continue,
-            }
-        };
-        let pid = f.after.owners.first().map(|o| o.pid);
-        groups.entry((pid, server, port)).or_default().push(f);
-    }
-    let mut out = vec![];
-    for ((pid, server, port), flows) in groups {
-        if flows.len() < PILEUP {
-            continue;
+        if let Some(g) = group_of(f.after, &listening) {
+            held.entry(g).or_default().push(f);
         }
-        out.push(finding(input, pid, server, port, &flows));
     }
-    out
+    held.retain(|_, flows| flows.len() >= PILEUP);
+    if held.is_empty() {
+        return vec![];
+    }
+    // Connections of a pile-up's process and port that reached CLOSE_WAIT during the interval:
+    // the pile-up is still growing. One pass over each sample.
+    let earlier: HashSet<u64> = tcp_in(&input.before.snapshot, State::CloseWait)
+        .filter_map(|s| s.cookie)
+        .collect();
+    let mut new_in_interval: HashMap<Group, usize> = HashMap::new();
+    for s in tcp_in(&input.after.snapshot, State::CloseWait) {
+        if s.cookie.is_some_and(|c| !earlier.contains(&c)) {
+            if let Some(g) = group_of(s, &listening).filter(|g| held.contains_key(g)) {
+                *new_in_interval.entry(g).or_default() += 1;
+            }
+        }
+    }
+    held.into_iter()
+        .map(|(g, flows)| {
+            let new = new_in_interval.get(&g).copied().unwrap_or(0);
+            finding(input, g, new, &flows)
+        })
+        .collect()
 }
 
 fn finding(
     input: &Input<'_>,
-    pid: Option<u32>,
-    server: bool,
-    port: u16,
+    group: Group,
+    new_in_interval: usize,
     flows: &[&Flow<'_>],
 ) -> Finding {
+    let (pid, server, port) = group;
     let n = flows.len();
     let first = flows[0];
     let who = owner_text(first);
     let unread: u64 = flows.iter().map(|f| u64::from(f.after.recv_q)).sum();
     let with_unread = flows.iter().filter(|f| f.after.recv_q > 0).count();
-    // Connections of this process and port that reached CLOSE_WAIT during the interval: a
-    // pile-up that is still growing.
-    let new_in_interval = input
-        .after
-        .snapshot
-        .sockets
-        .iter()
-        .filter(|s| s.proto == Proto::Tcp && s.state == State::CloseWait)
-        .filter(|s| s.owners.first().map(|o| o.pid) == pid)
-        .filter(|s| {
-            let p = if server {
-                match s.local {
-                    Endpoint::Inet { port, .. } => Some(port),
-                    _ => None,
-                }
-            } else {
-                match &s.remote {
-                    Some(Endpoint::Inet { port, .. }) => Some(*port),
-                    _ => None,
-                }
-            };
-            p == Some(port)
-        })
-        .filter(|s| {
-            s.cookie.is_some_and(|c| {
-                !input
-                    .before
-                    .snapshot
-                    .sockets
-                    .iter()
-                    .any(|b| b.cookie == Some(c) && b.state == State::CloseWait)
-            })
-        })
-        .count();
     let local_addr = match first.after.local {
         Endpoint::Inet { addr, .. } => Some(addr),
         _ => None,
