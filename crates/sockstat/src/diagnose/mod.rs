@@ -57,6 +57,12 @@ pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
 /// under cubic and BBR, alone and behind shared queues; every healthy flow stayed at or below
 /// 0.36 (a large buffer a bulk sender keeps full).
 pub const CEILING_MATCH: f64 = 0.5;
+/// A flow held by a buffer or window delivered at most 1.37 × that limit per RTT it saw in the
+/// diagnosis matrix (doc/calibration.md#ceilings). One that delivered more than this multiple
+/// did not see that RTT while it sent: one of the two smoothed-RTT samples was stale (on a loaded
+/// host a loopback flow read 236 µs in its first sample and 28 µs in its second). Its ceiling is
+/// then at least goodput / this; see [`ceiling`].
+pub const CEILING_OVERSHOOT: f64 = 1.5;
 /// Without a known bottleneck bandwidth, a ceiling at or above this (1 Gbit/s, in bytes/s) is
 /// not reported: the negative case of doc/seeds.md#receive-buffer (a small buffer at loopback RTT)
 /// has a ceiling of gigabytes per second and "barely hurts".
@@ -474,6 +480,14 @@ pub fn bandwidth_beyond(
     ceiling: f64,
 ) -> Option<(f64, &'static str)> {
     bandwidth_for(flow, ctx).filter(|&(b, src)| src == "operator" || b > ceiling)
+}
+
+/// The throughput ceiling a limit of `limit` bytes (a buffer, a window) puts on a flow that saw
+/// an RTT of `rtt_s` and delivered `goodput` bytes/s: `limit / rtt_s`, raised to `goodput /`
+/// [`CEILING_OVERSHOOT`] when the flow beat it by more than a bound flow can (its RTT estimate
+/// was stale). The one formula R1, R2 and R4 share.
+pub fn ceiling(limit: f64, rtt_s: f64, goodput: f64) -> f64 {
+    (limit / rtt_s).max(goodput / CEILING_OVERSHOOT)
 }
 
 /// True when a ceiling (bytes/s) actually matters: below the operator's bandwidth when given,

@@ -133,8 +133,8 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let r_us = flow.rcv_rtt_seen_us()?;
     let min_us = flow.min_rtt_us().unwrap_or(r_us);
     let r = f64::from(r_us) / 1e6;
-    let ceiling = wnd as f64 / r;
     let goodput = received as f64 / flow.dt;
+    let ceiling = ceiling(wnd as f64, r, goodput);
     if goodput < RCV_CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
         return None;
     }

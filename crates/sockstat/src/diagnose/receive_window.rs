@@ -76,8 +76,8 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let r_us = flow.rtt_seen_us()?;
     let min_us = flow.min_rtt_us().unwrap_or(r_us);
     let r = f64::from(r_us) / 1e6;
-    let ceiling = f64::from(wnd) / r;
     let goodput = flow.goodput()?;
+    let ceiling = ceiling(f64::from(wnd), r, goodput);
     if goodput < CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
         return None;
     }
@@ -479,6 +479,42 @@ mod tests {
             .chrono(1_000_000, 900_000, 0)
             .build(1);
         assert!(run(vec![s0], vec![s1], &ctx()).is_empty());
+    }
+
+    /// Seen in CI on a loaded 2-core host: an 8 KiB window on loopback, 285 MB/s, whose first
+    /// sample's srtt read 236 µs (the receiver waiting for the CPU) and its second 28 µs. At the
+    /// mean (132 µs) the window "allows" 62 MB/s and the flow moved 4.6 windows per round trip:
+    /// that srtt was not the RTT its data saw, and the ceiling is at least goodput / 1.5, far
+    /// above 1 Gbit/s.
+    #[test]
+    fn a_stale_srtt_does_not_make_a_loopback_window_a_limit() {
+        let b = TcpBuilder::new()
+            .with_wscale(0, 10)
+            .min_rtt(2)
+            .cwnd(10)
+            .unacked(6)
+            .snd_wnd(8192);
+        let s0 = b.clone().rtt(236, 100).chrono(0, 0, 0).build(1);
+        let s1 = b
+            .rtt(28, 10)
+            .bytes_acked(285_000_000)
+            .chrono(1_000_000, 188_000, 0)
+            .build(1);
+        assert!(only(
+            run(vec![s0.clone()], vec![s1.clone()], &ctx()),
+            RuleId::ReceiveWindowLimited
+        )
+        .is_empty());
+        // The same flow on a 100 Mbit/s path that the operator named: still not bound below
+        // what it moved, so the finding (if any) never claims a ceiling under goodput / 1.5.
+        let mut c = ctx();
+        c.bandwidth = Some(12_500_000.0);
+        for f in only(run(vec![s0], vec![s1], &c), RuleId::ReceiveWindowLimited) {
+            assert!(
+                ev(&f, "ceiling_match") <= CEILING_OVERSHOOT + 1e-9,
+                "{f:#?}"
+            );
+        }
     }
 
     #[test]

@@ -217,7 +217,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let queue_max = q0.max(q1);
     let sndbuf_share = flow.sndbuf_share().unwrap_or(0.0);
     let cause = cause(flow, tb, input);
-    let ceiling = SNDBUF_PAYLOAD * tb as f64 / r;
+    let ceiling = ceiling(SNDBUF_PAYLOAD * tb as f64, r, goodput);
     let mut why = vec![];
     let level = if escaped {
         // Only a buffer the application fixed escapes: autotuning would have grown it.
