@@ -178,8 +178,8 @@ pub fn diagnose_with(
 /// (`query.proc_root`, `query.owner_scan`, `query.pids`), without the socket dump: what the
 /// exporter's owner cache refreshes from.
 pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
-    let (scan, bpf_refused) = sys::owners::scan_any(query, threads, None);
+    let (scan, bpf_refused) =
+        sys::owners::scan_any(query, sys::scan_threads(), sys::walk_threads(false), None);
     let scan = scan?;
     Ok(join::Owners {
         index: join::OwnerIndex::new(scan.holders),

@@ -30,11 +30,20 @@ use crate::query::{Query, Source};
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
 /// calling thread meanwhile (doc/baseline-study.md#the-floor: 2 scan threads + concurrent dump is
 /// the floor on 2 cores).
-fn scan_threads() -> usize {
+pub(crate) fn scan_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
         .clamp(2, 4)
+}
+
+/// Threads for the BPF iterator's walk of the fd tables ([`owners::scan_any`]): every core (up
+/// to 4) when the scan runs alone, one fewer when it runs beside the socket dump, so the two do
+/// not take turns on the same cores. One thread walks every task in one iterator; more walk
+/// one process per iterator (doc/BENCHMARKS.md, "Where a listing's time goes").
+pub(crate) fn walk_threads(beside_dump: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_sub(usize::from(beside_dump)).clamp(1, 4)
 }
 
 /// How a listing finds the holders of its sockets.
@@ -138,7 +147,7 @@ pub(crate) fn collect_in(
                     OwnerPlan::Candidates => {
                         (owners::scan(&q.proc_root, q, scan_threads(), None), None)
                     }
-                    _ => owners::scan_any(q, scan_threads(), None),
+                    _ => owners::scan_any(q, scan_threads(), walk_threads(true), None),
                 })
             });
             let prepared = prepare();
@@ -152,7 +161,7 @@ pub(crate) fn collect_in(
                 (Ok(owners::Scan::default()), None)
             } else {
                 timing::phase("owner scan", || {
-                    owners::scan_any(q, scan_threads(), Some(&wanted))
+                    owners::scan_any(q, scan_threads(), walk_threads(false), Some(&wanted))
                 })
             };
             (Ok(prepared), Some(scan))
@@ -351,7 +360,7 @@ fn peer_owners(
     all.command = None;
     all.uid = None;
     let (scan, _) = timing::phase("peer owner scan", || {
-        owners::scan_any(&all, scan_threads(), Some(&rest))
+        owners::scan_any(&all, scan_threads(), walk_threads(false), Some(&rest))
     });
     // Without it the peers show as inodes, as they would with their holders hidden.
     let Ok(scan) = scan else { return };

@@ -142,11 +142,13 @@ pub fn scan(
 
 /// The owner scan `query.owner_scan` asks for: the BPF iterator where it can run (see
 /// [`scan_bpf`]), else [`scan`], keeping the holders of the sockets in `wanted` (sorted inodes;
-/// `None`: every socket). The second value says why a requested BPF scan (`Bpf`, not `Auto`)
-/// did not run.
+/// `None`: every socket). `threads` read /proc; `walk_threads` run the BPF iterators
+/// ([`super::walk_threads`]). The second value says why a requested BPF scan (`Bpf`, not
+/// `Auto`) did not run.
 pub fn scan_any(
     query: &Query,
     threads: usize,
+    walk_threads: usize,
     wanted: Option<&[u64]>,
 ) -> (Result<Scan, SysError>, Option<SysError>) {
     use crate::query::OwnerScan;
@@ -156,7 +158,7 @@ pub fn scan_any(
     if query.owner_scan == OwnerScan::Proc {
         return (scan(&query.proc_root, query, threads, wanted), None);
     }
-    match scan_bpf(&query.proc_root, query, wanted) {
+    match scan_bpf(&query.proc_root, query, walk_threads, wanted) {
         Ok(s) => (Ok(s), None),
         Err(why) => {
             let why = (query.owner_scan == OwnerScan::Bpf).then_some(why);
@@ -168,8 +170,15 @@ pub fn scan_any(
 /// The owner scan through the kernel's `iter/task_file` BPF iterator ([`super::taskfile`]):
 /// the kernel lists every socket fd, and `/proc/PID` is read only for the identity (command,
 /// uid, arguments) of processes that hold sockets. Runs only where the iterator's pids are the
-/// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace.
-pub fn scan_bpf(proc_root: &Path, query: &Query, wanted: Option<&[u64]>) -> Result<Scan, SysError> {
+/// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace. The
+/// kernel's walk runs on `threads` threads (one iterator per process listed) when more than one,
+/// or for the processes `query.pids` names alone ([`super::taskfile::Tasks`]).
+pub fn scan_bpf(
+    proc_root: &Path,
+    query: &Query,
+    threads: usize,
+    wanted: Option<&[u64]>,
+) -> Result<Scan, SysError> {
     let unsupported =
         |why: String| SysError::other("the BPF owner scan", ErrorKind::Unsupported, why);
     if proc_root != Path::new("/proc") {
@@ -204,7 +213,17 @@ pub fn scan_bpf(proc_root: &Path, query: &Query, wanted: Option<&[u64]>) -> Resu
     let mut started: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
     let mut holders: Vec<Holder> = Vec::with_capacity(wanted.map_or(1024, <[u64]>::len));
     // Records are taken as the iterator's output is read, so it is never held whole.
-    super::taskfile::for_each_record(wanted, |r| {
+    // One thread: one iterator over every task (no system calls per process), unless a few
+    // processes were asked for. More: one iterator per process, shared out over the threads.
+    let tasks = if threads > 1 || query.pids.is_some() {
+        super::taskfile::Tasks::Each {
+            pids: &listed,
+            threads,
+        }
+    } else {
+        super::taskfile::Tasks::All
+    };
+    super::taskfile::for_each_record(wanted, tasks, |r| {
         if seen.insert(r.tgid) {
             started.insert(r.tgid, r.start_ns);
         }

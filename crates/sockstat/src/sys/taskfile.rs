@@ -18,55 +18,141 @@ use crate::error::{ErrorKind, SysError};
 /// Where the kernel publishes its own BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
-/// Runs the iterator once and returns, for every thread-group leader visible in this process's
-/// pid namespace, a record per fd holding a wanted socket (every socket when `wanted` is `None`,
-/// else those whose inodes it lists) and one record with inode 0 when it has any other file.
+/// Which tasks the owner scan's iterators walk.
+#[derive(Debug, Clone, Copy)]
+pub enum Tasks<'a> {
+    /// Every task visible in this pid namespace, in one iterator on one thread.
+    All,
+    /// These processes (by pid as this namespace numbers them), each through an iterator of its
+    /// own (`bpf_iter_link_info.task.pid`, Linux 6.1), shared out over `threads` threads, each
+    /// with its own program: the kernel's walk of the fd tables, which is most of the scan, then
+    /// runs on several cores, and a scan for a few processes walks only theirs. A kernel that
+    /// refuses a per-process iterator gets one iterator over every task instead.
+    Each {
+        /// The processes to walk.
+        pids: &'a [u32],
+        /// How many threads walk them (at least 1).
+        threads: usize,
+    },
+}
+
+/// Runs the iterators and returns, for every thread-group leader they visit, a record per fd
+/// holding a wanted socket (every socket when `wanted` is `None`, else those whose inodes it
+/// lists) and one record with inode 0 when it has any other file.
 #[cfg(all(test, feature = "bpf"))]
-pub fn records(wanted: Option<&[u64]>) -> Result<Vec<Record>, SysError> {
+pub fn records(wanted: Option<&[u64]>, tasks: Tasks<'_>) -> Result<Vec<Record>, SysError> {
     let mut out = Vec::new();
-    for_each_record(wanted, |r| out.push(r))?;
+    for_each_record(wanted, tasks, |r| out.push(r))?;
     Ok(out)
 }
 
-/// [`records`], each handed to `f` as the iterator's output is read (it is never held whole).
+/// [`records`], each handed to `f`: as the iterator's output is read for [`Tasks::All`] (it is
+/// never held whole), after the threads are done for [`Tasks::Each`].
 #[cfg(feature = "bpf")]
-pub fn for_each_record(wanted: Option<&[u64]>, f: impl FnMut(Record)) -> Result<(), SysError> {
-    use sockstat_wire::task_file::{self, Layout, Maps};
-
-    let (layout, cached) = super::timing::phase("layout", layout)?;
-    let load = |layout: &Layout| {
-        super::timing::phase("BPF load", || -> Result<_, SysError> {
-            let last = sys::map_create(sys::MAP_ARRAY, 4, 16, 1, "sockstat_last")?;
-            let wanted = match wanted {
-                Some(inodes) => Some(sys::wanted_map(inodes)?),
-                None => None,
-            };
-            let code = task_file::program(
-                layout,
-                Maps {
-                    last: last.as_raw_fd(),
-                    wanted: wanted.as_ref().map(|m| m.as_raw_fd()),
-                },
-            );
-            // The program holds its own references to the maps from here on.
-            sys::prog_load(&code, layout.attach_btf_id)
-        })
+pub fn for_each_record(
+    wanted: Option<&[u64]>,
+    tasks: Tasks<'_>,
+    mut f: impl FnMut(Record),
+) -> Result<(), SysError> {
+    let (mut layout, cached) = super::timing::phase("layout", layout)?;
+    let wanted = match wanted {
+        Some(inodes) => Some(sys::wanted_map(inodes)?),
+        None => None,
     };
-    let prog = match load(&layout) {
+    let wanted = wanted.as_ref().map(|m| m.as_raw_fd());
+    let first = match load(&layout, wanted) {
         Ok(p) => p,
         Err(_) if cached => {
             // A cached layout the kernel refuses: forget it and derive it again.
             cache::forget();
-            let fresh = from_btf()?;
-            cache::store(&fresh);
-            load(&fresh)?
+            layout = from_btf()?;
+            cache::store(&layout);
+            load(&layout, wanted)?
         }
         Err(e) => return Err(e),
     };
+    if let Tasks::Each { pids, threads } = tasks {
+        let walked = super::timing::phase("BPF iterator", || {
+            each_process(&layout, wanted, first.try_clone(), pids, threads)
+        });
+        match walked {
+            Ok(shares) => {
+                shares.into_iter().flatten().for_each(&mut f);
+                return Ok(());
+            }
+            // Per-process iterators are Linux 6.1: walk every task in one instead.
+            Err(e) if e.kind() == ErrorKind::Unsupported => {}
+            Err(e) => return Err(e),
+        }
+    }
     super::timing::phase("BPF iterator", || -> Result<_, SysError> {
-        let link = sys::link_create(&prog)?;
+        let link = sys::link_create(&first, None)?;
         let iter = sys::iter_create(&link)?;
         sys::read_records(&iter, f)
+    })
+}
+
+/// Loads the program with a `last` map of its own (iterators that run at the same time must
+/// not share it) and the shared map of wanted inodes.
+#[cfg(feature = "bpf")]
+fn load(
+    layout: &sockstat_wire::task_file::Layout,
+    wanted: Option<std::os::fd::RawFd>,
+) -> Result<std::os::fd::OwnedFd, SysError> {
+    use sockstat_wire::task_file::{self, Maps};
+    super::timing::phase("BPF load", || {
+        let last = sys::map_create(sys::MAP_ARRAY, 4, 16, 1, "sockstat_last")?;
+        let code = task_file::program(
+            layout,
+            Maps {
+                last: last.as_raw_fd(),
+                wanted,
+            },
+        );
+        // The program holds its own references to the maps from here on.
+        sys::prog_load(&code, layout.attach_btf_id)
+    })
+}
+
+/// [`Tasks::Each`]: `threads` threads take the next process from `pids` until none is left;
+/// the first thread uses `first` (the program already loaded), the others load their own.
+/// Returns each thread's records, or an error of kind [`ErrorKind::Unsupported`] when the
+/// kernel refuses a per-process iterator.
+#[cfg(feature = "bpf")]
+fn each_process(
+    layout: &sockstat_wire::task_file::Layout,
+    wanted: Option<std::os::fd::RawFd>,
+    first: std::io::Result<std::os::fd::OwnedFd>,
+    pids: &[u32],
+    threads: usize,
+) -> Result<Vec<Vec<Record>>, SysError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let first = first.map_err(|e| SysError::new("duplicating the BPF program's descriptor", e))?;
+    let walk = |prog: std::os::fd::OwnedFd| -> Result<Vec<Record>, SysError> {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&pid) = pids.get(i) else {
+                return Ok(out);
+            };
+            let link = sys::link_create(&prog, Some(pid))?;
+            let iter = sys::iter_create(&link)?;
+            sys::read_records(&iter, |r| out.push(r))?;
+        }
+    };
+    let threads = threads.clamp(1, pids.len().max(1));
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..threads)
+            .map(|_| s.spawn(|| load(layout, wanted).and_then(walk)))
+            .collect();
+        let mut shares = vec![walk(first)?];
+        for t in others {
+            shares.push(t.join().map_err(|_| {
+                SysError::other("the BPF owner scan", ErrorKind::Bug, "a thread panicked")
+            })??);
+        }
+        Ok(shares)
     })
 }
 
@@ -200,7 +286,11 @@ fn kernel_btf() -> Result<Vec<u8>, SysError> {
 
 /// Without the `bpf` feature, the scan is never available.
 #[cfg(not(feature = "bpf"))]
-pub fn for_each_record(_wanted: Option<&[u64]>, _f: impl FnMut(Record)) -> Result<(), SysError> {
+pub fn for_each_record(
+    _wanted: Option<&[u64]>,
+    _tasks: Tasks<'_>,
+    _f: impl FnMut(Record),
+) -> Result<(), SysError> {
     Err(SysError::other(
         "the BPF owner scan",
         ErrorKind::Unsupported,
@@ -478,11 +568,30 @@ mod sys {
         None
     }
 
-    pub fn link_create(prog: &OwnedFd) -> Result<OwnedFd, SysError> {
+    /// A link of the iterator program: over every task, or over the threads of process `pid`
+    /// alone (`union bpf_iter_link_info`'s `task.pid`, Linux 6.1; an older kernel refuses it
+    /// with EINVAL, reported as [`crate::error::ErrorKind::Unsupported`]).
+    pub fn link_create(prog: &OwnedFd, pid: Option<u32>) -> Result<OwnedFd, SysError> {
+        // union bpf_iter_link_info: task { tid @0, pid @4, pid_fd @8 }, 16 bytes in all.
+        let mut info = [0u32; 4];
         let mut a = Attr::new();
         a.u32(0, prog.as_raw_fd() as u32).u32(8, BPF_TRACE_ITER);
-        a.call(BPF_LINK_CREATE)
-            .map_err(|e| denied("attaching the task_file iterator", e))
+        if let Some(pid) = pid {
+            info[1] = pid;
+            // link_create.iter_info @16, iter_info_len @24.
+            a.u64(16, info.as_mut_ptr() as u64)
+                .u32(24, std::mem::size_of_val(&info) as u32);
+        }
+        match a.call(BPF_LINK_CREATE) {
+            Err(e) if pid.is_some() && e.raw_os_error() == Some(libc::EINVAL) => {
+                Err(SysError::other(
+                    "attaching a per-process task_file iterator",
+                    crate::error::ErrorKind::Unsupported,
+                    "this kernel walks every task or none (Linux 6.1 walks one process)",
+                ))
+            }
+            r => r.map_err(|e| denied("attaching the task_file iterator", e)),
+        }
     }
 
     pub fn iter_create(link: &OwnedFd) -> Result<OwnedFd, SysError> {
@@ -540,7 +649,8 @@ mod tests {
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
         let file = std::fs::File::open("/proc/self/status").unwrap();
-        let records = super::records(None).expect("the BPF scan runs as root on this kernel");
+        let records = super::records(None, super::Tasks::All)
+            .expect("the BPF scan runs as root on this kernel");
         let me = std::process::id();
         let inode = |fd: i32| {
             std::fs::metadata(format!("/proc/self/fd/{fd}"))
@@ -592,7 +702,8 @@ mod tests {
         );
         // With a map of wanted inodes, only those sockets' fds, and still the visit record.
         let only = inode(tcp.as_raw_fd());
-        let wanted = super::records(Some(&[only])).expect("the filtered BPF scan");
+        let wanted =
+            super::records(Some(&[only]), super::Tasks::All).expect("the filtered BPF scan");
         let mine: Vec<_> = wanted.iter().filter(|r| r.tgid == me).collect();
         assert!(mine
             .iter()
@@ -607,5 +718,41 @@ mod tests {
         let n = mine.len();
         mine.dedup();
         assert_eq!(mine.len(), n);
+
+        // One iterator per process, over two threads: the same records for this process as the
+        // walk of every task, none for another, and nothing for a pid that names no process.
+        let mut all_mine: Vec<_> = records.iter().filter(|r| r.tgid == me).copied().collect();
+        all_mine.sort_unstable_by_key(|r| (r.fd, r.inode));
+        let absent = u32::try_from(
+            std::fs::read_to_string("/proc/sys/kernel/pid_max")
+                .map_or(4_194_304, |t| t.trim().parse::<u64>().unwrap_or(4_194_304)),
+        )
+        .unwrap_or(u32::MAX)
+        .saturating_sub(1);
+        let release = rustix::system::uname()
+            .release()
+            .to_string_lossy()
+            .into_owned();
+        let mut v = release
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|n| n.parse::<u32>().ok());
+        if (v.next().flatten(), v.next().flatten()) < (Some(6), Some(1)) {
+            eprintln!("SKIPPED per-process iterators: Linux {release} walks every task or none");
+            return;
+        }
+        for threads in [1, 2] {
+            let mut each = super::records(
+                None,
+                super::Tasks::Each {
+                    pids: &[me, absent],
+                    threads,
+                },
+            )
+            .expect("per-process iterators run on this kernel (Linux 6.1 or later)");
+            assert!(each.iter().all(|r| r.tgid == me), "{each:?}");
+            each.sort_unstable_by_key(|r| (r.fd, r.inode));
+            assert_eq!(each, all_mine, "{threads} threads");
+        }
+        drop((tcp, udp, a, b));
     }
 }
