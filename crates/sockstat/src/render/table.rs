@@ -361,6 +361,11 @@ pub fn write_with_lead(
         _ => c.title(),
     };
     let mut widths: Vec<usize> = cols.iter().map(|c| width(title(*c))).collect();
+    // Each cell is formatted once, into one buffer: `cells` holds where each ends, row after
+    // row; the widths are known when the last row is formatted.
+    let mut arena = String::new();
+    let mut cells: Vec<usize> = Vec::new();
+    let mut rows: Vec<(usize, bool)> = Vec::new();
     for (i, s, o) in indexed_rows(snap) {
         for (ci, col) in cols.iter().enumerate() {
             let (text, cut) = f.fill(*col, i, s, o);
@@ -368,7 +373,13 @@ pub fn write_with_lead(
             if w > widths[ci] {
                 widths[ci] = w;
             }
+            arena.push_str(text);
+            if cut {
+                arena.push('…');
+            }
+            cells.push(arena.len());
         }
+        rows.push((i, o.is_none()));
     }
 
     let last = cols.len() - 1;
@@ -387,28 +398,26 @@ pub fn write_with_lead(
         line.push('\n');
         out.write_all(line.as_bytes())?;
     }
-    let mut text = String::new();
-    for (i, s, o) in indexed_rows(snap) {
+    let mut start = 0;
+    let mut row_cells = cells.chunks_exact(cols.len());
+    for &(i, unowned) in &rows {
+        let state = snap.sockets[i].state;
         line.clear();
-        for (ci, col) in cols.iter().enumerate() {
-            let (t, cut) = f.fill(*col, i, s, o);
-            text.clear();
-            text.push_str(t);
-            if cut {
-                text.push('…');
-            }
+        for ((ci, col), &end) in cols.iter().enumerate().zip(row_cells.next().unwrap_or(&[])) {
+            let text = &arena[start..end];
+            start = end;
             let color = if !opts.color {
                 ""
             } else if *col == Col::State {
-                state_color(s.state)
-            } else if o.is_none() && matches!(col, Col::Command | Col::Pid | Col::Fd) {
+                state_color(state)
+            } else if unowned && matches!(col, Col::Command | Col::Pid | Col::Fd) {
                 "\x1b[2m"
             } else {
                 ""
             };
             pad(
                 &mut line,
-                &text,
+                text,
                 widths[ci],
                 col.right_aligned(),
                 ci == last,
@@ -436,7 +445,7 @@ impl Filler<'_, '_> {
     /// caller adds the ellipsis).
     fn fill(&mut self, col: Col, index: usize, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
         let snap = self.snap;
-        let process = o.and_then(|o| snap.process(o.pid));
+        let process = || o.and_then(|o| snap.process(o.pid));
         // A socket only the kernel holds (a TIME-WAIT entry, a request socket, a connection
         // waiting in a listener's accept queue, an orphan being closed: no inode, so no fd can
         // point at it) is named by its state, `(time-wait)`, `(accept-queue)`, with `-` for the
@@ -464,7 +473,7 @@ impl Filler<'_, '_> {
                 None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
-            Col::Command => match process.and_then(|p| p.command.as_ref()) {
+            Col::Command => match process().and_then(|p| p.command.as_ref()) {
                 Some(c) => cell.push_str(&sanitize::for_terminal(c.as_bytes())),
                 None if kernel_only => match s.state {
                     // A connection the kernel completed that the listener has not accepted.
@@ -518,7 +527,7 @@ impl Filler<'_, '_> {
             | Col::SndbufLimited
             | Col::Cc => tcp_cell(cell, col, s),
             Col::Rmem | Col::Wmem | Col::Drops => memory_cell(cell, col, s),
-            Col::Args => match process.and_then(|p| p.args.as_ref()) {
+            Col::Args => match process().and_then(|p| p.args.as_ref()) {
                 Some(args) => {
                     for (i, a) in args.iter().enumerate() {
                         if i > 0 {
