@@ -1,9 +1,15 @@
-//! The `bpf(2)` commands sockstat's tracers use, on zeroed `union bpf_attr` buffers with the
-//! fields at their uapi offsets (`include/uapi/linux/bpf.h`): creating maps, loading and attaching BTF-typed tracing programs, reading maps and program run-time
-//! statistics, and reading a `BPF_MAP_TYPE_RINGBUF` through its shared memory.
+//! The `bpf(2)` commands sockstat uses, on zeroed `union bpf_attr` buffers with the fields at
+//! their uapi offsets (`include/uapi/linux/bpf.h`): creating and filling maps, loading and
+//! attaching BTF-typed tracing programs, opening iterators (the owner scan's
+//! [`super::taskfile`]), reading maps, the kernel's BTF and program run-time statistics, and
+//! reading a `BPF_MAP_TYPE_RINGBUF` through its shared memory (the tracers). The one home of
+//! these commands: callers add what their errors mean.
 //!
 //! Every object is a file descriptor of this process: nothing is pinned, and everything is
 //! detached and freed when the descriptors close (also when sockstat is killed).
+
+// Without the `bpf` feature the owner scan's commands (iterators, BTF, map updates) go unused.
+#![cfg_attr(not(feature = "bpf"), allow(dead_code))]
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -11,16 +17,27 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const MAP_CREATE: libc::c_long = 0;
 const MAP_LOOKUP_ELEM: libc::c_long = 1;
+const MAP_UPDATE_ELEM: libc::c_long = 2;
 const MAP_GET_NEXT_KEY: libc::c_long = 4;
 const PROG_LOAD: libc::c_long = 5;
 const OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+const BTF_GET_FD_BY_ID: libc::c_long = 19;
+const BTF_GET_NEXT_ID: libc::c_long = 23;
+const MAP_UPDATE_BATCH: libc::c_long = 26;
+const LINK_CREATE: libc::c_long = 28;
 const ENABLE_STATS: libc::c_long = 32;
+const ITER_CREATE: libc::c_long = 33;
 
 /// `BPF_PROG_TYPE_TRACING`.
 pub const PROG_TYPE_TRACING: u32 = 26;
 /// `BPF_TRACE_RAW_TP`: a `tp_btf/` program.
 pub const TRACE_RAW_TP: u32 = 23;
+/// `BPF_TRACE_ITER`: a BPF iterator (`iter/...`).
+pub const TRACE_ITER: u32 = 28;
+/// The kernel's internal "operation not supported" (`ENOTSUPP`), which leaks to user space
+/// from map operations a map type lacks.
+pub const ENOTSUPP: i32 = 524;
 /// `BPF_MAP_TYPE_HASH`.
 pub const MAP_TYPE_HASH: u32 = 1;
 /// `BPF_MAP_TYPE_ARRAY`.
@@ -90,6 +107,12 @@ impl Attr {
         }
     }
 
+    /// The `u32` at `off` (what the kernel wrote back).
+    fn get_u32(&self, off: usize) -> u32 {
+        let b = self.0[off / 8].to_ne_bytes();
+        u32::from_ne_bytes([b[off % 8], b[off % 8 + 1], b[off % 8 + 2], b[off % 8 + 3]])
+    }
+
     /// A command that returns a new file descriptor.
     fn call_fd(&mut self, cmd: libc::c_long) -> io::Result<OwnedFd> {
         let r = self.call(cmd)?;
@@ -139,6 +162,28 @@ pub fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Result<boo
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Sets `key` to `value` (`BPF_ANY`).
+pub fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32)
+        .u64(8, key.as_ptr() as u64)
+        .u64(16, value.as_ptr() as u64);
+    a.call(MAP_UPDATE_ELEM).map(drop)
+}
+
+/// Sets `count` keys to their values in one `BPF_MAP_UPDATE_BATCH` (Linux 5.6; hash maps):
+/// `keys` and `values` hold `count` keys and values of the map's sizes, back to back. Returns
+/// how many the kernel set.
+pub fn map_update_batch(map: &OwnedFd, keys: &[u8], values: &[u8], count: u32) -> io::Result<u32> {
+    let mut a = Attr::new();
+    a.u64(16, keys.as_ptr() as u64)
+        .u64(24, values.as_ptr() as u64)
+        .u32(32, count)
+        .u32(36, map.as_raw_fd() as u32);
+    a.call(MAP_UPDATE_BATCH)?;
+    Ok(a.get_u32(32))
 }
 
 /// The key after `key` (the first key with `None`); `Ok(false)` at the end.
@@ -228,6 +273,55 @@ pub fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
     a.call_fd(RAW_TRACEPOINT_OPEN)
 }
 
+/// A link of an iterator program (`BPF_TRACE_ITER`): over every task, or over the threads of
+/// process `pid` alone (`union bpf_iter_link_info`'s `task.pid`, Linux 6.1; an older kernel
+/// refuses it with EINVAL).
+pub fn iter_link(prog: &OwnedFd, pid: Option<u32>) -> io::Result<OwnedFd> {
+    // union bpf_iter_link_info: task { tid @0, pid @4, pid_fd @8 }, 16 bytes in all.
+    let mut info = [0u32; 4];
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32).u32(8, TRACE_ITER);
+    if let Some(pid) = pid {
+        info[1] = pid;
+        // link_create.iter_info @16, iter_info_len @24.
+        a.u64(16, info.as_mut_ptr() as u64)
+            .u32(24, std::mem::size_of_val(&info) as u32);
+    }
+    a.call_fd(LINK_CREATE)
+}
+
+/// Opens an iterator link for reading: each `read` runs the program over the next objects.
+pub fn iter_open(link: &OwnedFd) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, link.as_raw_fd() as u32);
+    a.call_fd(ITER_CREATE)
+}
+
+/// The id of the kernel BTF object after `id` (the first with 0).
+pub fn btf_next_id(id: u32) -> io::Result<u32> {
+    let mut a = Attr::new();
+    a.u32(0, id);
+    a.call(BTF_GET_NEXT_ID)?;
+    Ok(a.get_u32(4))
+}
+
+/// A descriptor of the kernel BTF object `id` (needs CAP_SYS_ADMIN).
+pub fn btf_open(id: u32) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, id);
+    a.call_fd(BTF_GET_FD_BY_ID)
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD`: the kernel fills `info` (a `struct bpf_*_info`, as words), and the
+/// pointers in it, with what it knows of the object.
+pub fn obj_info(fd: &OwnedFd, info: &mut [u64]) -> io::Result<()> {
+    let mut a = Attr::new();
+    a.u32(0, fd.as_raw_fd() as u32)
+        .u32(4, std::mem::size_of_val(info) as u32)
+        .u64(8, info.as_mut_ptr() as u64);
+    a.call(OBJ_GET_INFO_BY_FD).map(drop)
+}
+
 /// Turns on the kernel's per-program run-time accounting (`BPF_STATS_RUN_TIME`) while the
 /// returned descriptor is open.
 pub fn enable_run_time_stats() -> io::Result<OwnedFd> {
@@ -252,11 +346,7 @@ pub struct ProgStats {
 /// recursion_misses at 208).
 pub fn prog_stats(prog: &OwnedFd) -> io::Result<ProgStats> {
     let mut info = [0u64; 232 / 8];
-    let mut a = Attr::new();
-    a.u32(0, prog.as_raw_fd() as u32)
-        .u32(4, std::mem::size_of_val(&info) as u32)
-        .u64(8, info.as_mut_ptr() as u64);
-    a.call(OBJ_GET_INFO_BY_FD)?;
+    obj_info(prog, &mut info)?;
     Ok(ProgStats {
         runs: info[200 / 8],
         run_time_ns: info[192 / 8],

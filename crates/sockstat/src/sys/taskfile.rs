@@ -20,6 +20,7 @@ pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// Which tasks the owner scan's iterators walk.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "bpf"), allow(dead_code))]
 pub enum Tasks<'a> {
     /// Every task visible in this pid namespace, in one iterator on one thread.
     All,
@@ -300,119 +301,15 @@ pub fn for_each_record(
 
 #[cfg(feature = "bpf")]
 mod sys {
-    //! The four `bpf(2)` commands the scan needs, on zeroed `union bpf_attr` buffers with the
-    //! fields at their uapi offsets (`include/uapi/linux/bpf.h`).
+    //! The scan's `bpf(2)` steps, through [`crate::sys::bpf`] (the one home of the commands),
+    //! each error saying which step failed and what it needs.
 
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::OwnedFd;
 
-    use crate::error::SysError;
+    use crate::error::{ErrorKind, SysError};
+    use crate::sys::bpf::{self, MapSpec, ProgSpec};
 
-    const BPF_MAP_CREATE: libc::c_long = 0;
-    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-    const BPF_PROG_LOAD: libc::c_long = 5;
-    const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-    const BPF_BTF_GET_FD_BY_ID: libc::c_long = 19;
-    const BPF_BTF_GET_NEXT_ID: libc::c_long = 23;
-    const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
-    /// The kernel's internal "operation not supported" (`ENOTSUPP`), which leaks to user space
-    /// from map operations a map type lacks.
-    const ENOTSUPP: i32 = 524;
-    pub const MAP_HASH: u32 = 1;
-    pub const MAP_ARRAY: u32 = 2;
-    const BPF_LINK_CREATE: libc::c_long = 28;
-    const BPF_ITER_CREATE: libc::c_long = 33;
-    const BPF_PROG_TYPE_TRACING: u32 = 26;
-    const BPF_TRACE_ITER: u32 = 28;
-    /// `sizeof(union bpf_attr)` up to `attach_btf_id` and a little more; the kernel accepts a
-    /// shorter or longer attr as long as unknown bytes are zero.
-    const ATTR_LEN: usize = 128;
-
-    /// A zeroed `union bpf_attr`.
-    struct Attr([u64; ATTR_LEN / 8]);
-
-    impl Attr {
-        fn new() -> Attr {
-            Attr([0; ATTR_LEN / 8])
-        }
-
-        fn u32(&mut self, off: usize, v: u32) -> &mut Attr {
-            let word = &mut self.0[off / 8];
-            let mut b = word.to_ne_bytes();
-            b[off % 8..off % 8 + 4].copy_from_slice(&v.to_ne_bytes());
-            *word = u64::from_ne_bytes(b);
-            self
-        }
-
-        fn u64(&mut self, off: usize, v: u64) -> &mut Attr {
-            self.0[off / 8] = v;
-            self
-        }
-
-        fn bytes(&mut self, off: usize, v: &[u8]) -> &mut Attr {
-            for (i, &byte) in v.iter().enumerate() {
-                let word = &mut self.0[(off + i) / 8];
-                let mut b = word.to_ne_bytes();
-                b[(off + i) % 8] = byte;
-                *word = u64::from_ne_bytes(b);
-            }
-            self
-        }
-
-        /// `bpf(cmd, attr, size)` for a command that returns no descriptor.
-        fn call_plain(&mut self, cmd: libc::c_long) -> std::io::Result<()> {
-            loop {
-                // SAFETY: as in `call`.
-                let r = unsafe {
-                    libc::syscall(
-                        libc::SYS_bpf,
-                        cmd,
-                        self.0.as_mut_ptr(),
-                        ATTR_LEN as libc::c_uint,
-                    )
-                };
-                if r >= 0 {
-                    return Ok(());
-                }
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::EINTR) {
-                    return Err(e);
-                }
-            }
-        }
-
-        /// The `u32` at `off` (what the kernel wrote back).
-        fn get_u32(&self, off: usize) -> u32 {
-            let b = self.0[off / 8].to_ne_bytes();
-            u32::from_ne_bytes([b[off % 8], b[off % 8 + 1], b[off % 8 + 2], b[off % 8 + 3]])
-        }
-
-        /// `bpf(cmd, attr, size)`, returning the new file descriptor.
-        fn call(&mut self, cmd: libc::c_long) -> std::io::Result<OwnedFd> {
-            loop {
-                // SAFETY: `self.0` is a live, aligned buffer of ATTR_LEN bytes, which is the size
-                // passed; the pointers stored in it (instructions, license, log) point to
-                // buffers that outlive this call.
-                let r = unsafe {
-                    libc::syscall(
-                        libc::SYS_bpf,
-                        cmd,
-                        self.0.as_mut_ptr(),
-                        ATTR_LEN as libc::c_uint,
-                    )
-                };
-                if r >= 0 {
-                    let fd = i32::try_from(r).map_err(|_| std::io::Error::other("bad fd"))?;
-                    // SAFETY: the kernel just returned this descriptor to us, owned by no one else.
-                    return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-                }
-                let e = std::io::Error::last_os_error();
-                // The verifier may be interrupted, and PROG_LOAD then asks to be restarted.
-                if e.raw_os_error() != Some(libc::EINTR) && e.raw_os_error() != Some(libc::EAGAIN) {
-                    return Err(e);
-                }
-            }
-        }
-    }
+    pub use bpf::{MAP_TYPE_ARRAY as MAP_ARRAY, MAP_TYPE_HASH as MAP_HASH};
 
     fn denied(what: &str, e: std::io::Error) -> SysError {
         let hint = match e.raw_os_error() {
@@ -426,50 +323,23 @@ mod sys {
         SysError::new(format!("{what}{hint}"), e)
     }
 
+    /// Loads the `iter/task_file` program; a refusal carries the verifier's last words.
     pub fn prog_load(code: &[u64], attach_btf_id: u32) -> Result<OwnedFd, SysError> {
-        let license = c"GPL";
-        let load = |log: Option<&mut Vec<u8>>| {
-            let mut a = Attr::new();
-            a.u32(0, BPF_PROG_TYPE_TRACING)
-                .u32(4, code.len() as u32)
-                .u64(8, code.as_ptr() as u64)
-                .u64(16, license.as_ptr() as u64)
-                .bytes(48, b"sockstat_owners")
-                .u32(68, BPF_TRACE_ITER)
-                .u32(108, attach_btf_id);
-            if let Some(buf) = log {
-                a.u32(24, 1)
-                    .u32(28, buf.len() as u32)
-                    .u64(32, buf.as_mut_ptr() as u64);
-            }
-            a.call(BPF_PROG_LOAD)
-        };
-        match load(None) {
-            Ok(fd) => Ok(fd),
-            Err(e)
-                if e.raw_os_error() == Some(libc::EACCES)
-                    || e.raw_os_error() == Some(libc::EINVAL) =>
-            {
-                // Ask the verifier why, for the -v details.
-                let mut log = vec![0u8; 64 * 1024];
-                let _ = load(Some(&mut log));
-                let text = String::from_utf8_lossy(&log);
-                let text = text.trim_end_matches('\0').trim();
-                let last = text.lines().rev().take(3).collect::<Vec<_>>();
-                let what = if last.is_empty() {
-                    "loading the task_file iterator".to_string()
-                } else {
-                    let mut last = last;
-                    last.reverse();
-                    format!(
-                        "loading the task_file iterator (verifier: {})",
-                        last.join(" / ")
-                    )
-                };
-                Err(denied(&what, e))
-            }
-            Err(e) => Err(denied("loading the task_file iterator", e)),
-        }
+        bpf::prog_load(&ProgSpec {
+            prog_type: bpf::PROG_TYPE_TRACING,
+            attach_type: bpf::TRACE_ITER,
+            attach_btf_id,
+            code,
+            name: "sockstat_owners",
+        })
+        .map_err(|e| {
+            let what = if e.verifier.is_empty() {
+                "loading the task_file iterator".to_string()
+            } else {
+                format!("loading the task_file iterator (verifier: {})", e.verifier)
+            };
+            denied(&what, e.error)
+        })
     }
 
     /// A map (`BPF_MAP_CREATE`).
@@ -480,53 +350,42 @@ mod sys {
         entries: u32,
         name: &str,
     ) -> Result<OwnedFd, SysError> {
-        let mut a = Attr::new();
-        a.u32(0, kind)
-            .u32(4, key)
-            .u32(8, value)
-            .u32(12, entries)
-            .bytes(28, &name.as_bytes()[..name.len().min(15)]);
-        a.call(BPF_MAP_CREATE)
-            .map_err(|e| denied("creating a map for the task_file iterator", e))
+        bpf::map_create(&MapSpec {
+            map_type: kind,
+            key_size: key,
+            value_size: value,
+            max_entries: entries,
+            flags: 0,
+            name,
+        })
+        .map_err(|e| denied("creating a map for the task_file iterator", e))
     }
 
     /// A hash map whose keys are `inodes` (values: one byte, unused), filled in one
     /// `BPF_MAP_UPDATE_BATCH` (Linux 5.6), or one update per key where that is refused.
     pub fn wanted_map(inodes: &[u64]) -> Result<OwnedFd, SysError> {
         let n = u32::try_from(inodes.len().max(1)).map_err(|_| {
-            SysError::other(
-                "the BPF owner scan",
-                crate::error::ErrorKind::Invalid,
-                "too many sockets",
-            )
+            SysError::other("the BPF owner scan", ErrorKind::Invalid, "too many sockets")
         })?;
         let map = map_create(MAP_HASH, 8, 1, n, "sockstat_wanted")?;
         if inodes.is_empty() {
             return Ok(map);
         }
+        let keys: Vec<u8> = inodes.iter().flat_map(|i| i.to_ne_bytes()).collect();
         let values = vec![1u8; inodes.len()];
-        let mut a = Attr::new();
-        a.u64(16, inodes.as_ptr() as u64)
-            .u64(24, values.as_ptr() as u64)
-            .u32(32, inodes.len() as u32)
-            .u32(36, map.as_raw_fd() as u32);
-        match a.call_plain(BPF_MAP_UPDATE_BATCH) {
-            Ok(()) if a.get_u32(32) as usize == inodes.len() => return Ok(map),
-            Ok(()) => {}
+        let filling = |e| denied("filling the task_file iterator's map", e);
+        match bpf::map_update_batch(&map, &keys, &values, n) {
+            Ok(done) if done as usize == inodes.len() => return Ok(map),
+            Ok(_) => {}
             Err(e)
                 if matches!(
                     e.raw_os_error(),
-                    Some(libc::EINVAL | ENOTSUPP | libc::EOPNOTSUPP)
+                    Some(libc::EINVAL | bpf::ENOTSUPP | libc::EOPNOTSUPP)
                 ) => {}
-            Err(e) => return Err(denied("filling the task_file iterator's map", e)),
+            Err(e) => return Err(filling(e)),
         }
-        for (k, v) in inodes.iter().zip(&values) {
-            let mut a = Attr::new();
-            a.u32(0, map.as_raw_fd() as u32)
-                .u64(8, k as *const u64 as u64)
-                .u64(16, v as *const u8 as u64);
-            a.call_plain(BPF_MAP_UPDATE_ELEM)
-                .map_err(|e| denied("filling the task_file iterator's map", e))?;
+        for (k, v) in keys.chunks_exact(8).zip(values.chunks_exact(1)) {
+            bpf::map_update(&map, k, v).map_err(filling)?;
         }
         Ok(map)
     }
@@ -538,13 +397,8 @@ mod sys {
         let mut id = 0u32;
         // The first few ids: vmlinux comes before any module's BTF.
         for _ in 0..4 {
-            let mut a = Attr::new();
-            a.u32(0, id);
-            a.call_plain(BPF_BTF_GET_NEXT_ID).ok()?;
-            id = a.get_u32(4);
-            let mut a = Attr::new();
-            a.u32(0, id);
-            let fd = a.call(BPF_BTF_GET_FD_BY_ID).ok()?;
+            id = bpf::btf_next_id(id).ok()?;
+            let fd = bpf::btf_open(id).ok()?;
             let mut data = vec![0u8; size];
             let mut name = [0u8; 16];
             // struct bpf_btf_info: btf (u64) @0, btf_size @8, id @12, name (u64) @16,
@@ -554,11 +408,7 @@ mod sys {
             info[1] = size as u64;
             info[2] = name.as_mut_ptr() as u64;
             info[3] = name.len() as u64;
-            let mut a = Attr::new();
-            a.u32(0, fd.as_raw_fd() as u32)
-                .u32(4, std::mem::size_of_val(&info) as u32)
-                .u64(8, info.as_mut_ptr() as u64);
-            a.call_plain(BPF_OBJ_GET_INFO_BY_FD).ok()?;
+            bpf::obj_info(&fd, &mut info).ok()?;
             let got = (info[1] & 0xffff_ffff) as usize;
             let kernel = (info[3] >> 32) as u32 == 1;
             if kernel && name.starts_with(b"vmlinux\0") {
@@ -569,24 +419,14 @@ mod sys {
     }
 
     /// A link of the iterator program: over every task, or over the threads of process `pid`
-    /// alone (`union bpf_iter_link_info`'s `task.pid`, Linux 6.1; an older kernel refuses it
-    /// with EINVAL, reported as [`crate::error::ErrorKind::Unsupported`]).
+    /// alone (Linux 6.1; an older kernel refuses it with EINVAL, reported as
+    /// [`ErrorKind::Unsupported`]).
     pub fn link_create(prog: &OwnedFd, pid: Option<u32>) -> Result<OwnedFd, SysError> {
-        // union bpf_iter_link_info: task { tid @0, pid @4, pid_fd @8 }, 16 bytes in all.
-        let mut info = [0u32; 4];
-        let mut a = Attr::new();
-        a.u32(0, prog.as_raw_fd() as u32).u32(8, BPF_TRACE_ITER);
-        if let Some(pid) = pid {
-            info[1] = pid;
-            // link_create.iter_info @16, iter_info_len @24.
-            a.u64(16, info.as_mut_ptr() as u64)
-                .u32(24, std::mem::size_of_val(&info) as u32);
-        }
-        match a.call(BPF_LINK_CREATE) {
+        match bpf::iter_link(prog, pid) {
             Err(e) if pid.is_some() && e.raw_os_error() == Some(libc::EINVAL) => {
                 Err(SysError::other(
                     "attaching a per-process task_file iterator",
-                    crate::error::ErrorKind::Unsupported,
+                    ErrorKind::Unsupported,
                     "this kernel walks every task or none (Linux 6.1 walks one process)",
                 ))
             }
@@ -595,10 +435,7 @@ mod sys {
     }
 
     pub fn iter_create(link: &OwnedFd) -> Result<OwnedFd, SysError> {
-        let mut a = Attr::new();
-        a.u32(0, link.as_raw_fd() as u32);
-        a.call(BPF_ITER_CREATE)
-            .map_err(|e| denied("opening the task_file iterator", e))
+        bpf::iter_open(link).map_err(|e| denied("opening the task_file iterator", e))
     }
 
     /// Reads the iterator to its end, handing each whole record to `f`. The kernel fills at most
