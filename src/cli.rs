@@ -66,6 +66,8 @@ const AFTER_HELP: &str = "\
 Filters combine with AND. Without -4, -6 or -u all three families are listed; without -c or -l
 (or with both) every state is. A socket held by several processes gets one row per (process, fd);
 a socket no process holds (TIME_WAIT, orphans) gets one row with '?' in the process columns.
+Filters given before a subcommand apply to diagnose, trace and events as if given after it;
+counters, ports and serve take only -z and -Z there; other filters there are refused.
 
 Examples:
   sockstat -l -p 8080          what is listening on 8080, and which process
@@ -193,6 +195,132 @@ pub struct ZoneArgs {
     /// column first).
     #[arg(short = 'Z', help_heading = "Zones")]
     pub all_zones: bool,
+}
+
+/// Takes `before`'s value where `after` has none; a flag given on both sides is an error that
+/// names it.
+fn merge_opt<T: Clone>(
+    flag: &str,
+    after: &Option<T>,
+    before: &Option<T>,
+) -> anyhow::Result<Option<T>> {
+    match (after, before) {
+        (Some(_), Some(_)) => {
+            anyhow::bail!("{flag} given both before and after the subcommand: give it once")
+        }
+        (a, b) => Ok(a.clone().or_else(|| b.clone())),
+    }
+}
+
+/// [`merge_opt`] for a flag whose absence is its default value.
+fn merge_value<T: PartialEq + Copy + Default>(
+    flag: &str,
+    after: T,
+    before: T,
+) -> anyhow::Result<T> {
+    let unset = T::default();
+    if after != unset && before != unset && after != before {
+        anyhow::bail!("{flag} given both before and after the subcommand: give it once");
+    }
+    Ok(if after != unset { after } else { before })
+}
+
+impl FilterArgs {
+    /// The filters set, by flag, in the order `--help` lists them.
+    pub fn given(&self) -> Vec<&'static str> {
+        let set = [
+            (self.inet, "-4"),
+            (self.inet6, "-6"),
+            (self.unix, "-u"),
+            (self.connected, "-c"),
+            (self.listening, "-l"),
+            (self.no_loopback, "-L"),
+            (self.ports.is_some(), "-p"),
+            (self.src.is_some(), "--src"),
+            (self.dst.is_some(), "--dst"),
+            (self.protos.is_some(), "-P"),
+            (self.states.is_some(), "--state"),
+            (self.pids.is_some(), "--pid"),
+            (self.user.is_some(), "--user"),
+            (self.zones.zone.is_some(), "-z"),
+            (self.zones.all_zones, "-Z"),
+            (self.connected_to.is_some(), "--connected-to"),
+            (self.command.is_some(), "--command"),
+        ];
+        set.into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, f)| f)
+            .collect()
+    }
+
+    /// These filters (a subcommand's) with those given `before` the subcommand added
+    /// (`sockstat -p 443 diagnose` is `sockstat diagnose -p 443`); a filter given on both sides
+    /// is an error that names it.
+    pub fn merged(&self, before: &FilterArgs) -> anyhow::Result<FilterArgs> {
+        let zones = ZoneArgs {
+            zone: merge_opt("-z", &self.zones.zone, &before.zones.zone)?,
+            all_zones: self.zones.all_zones || before.zones.all_zones,
+        };
+        if zones.zone.is_some() && zones.all_zones {
+            anyhow::bail!("-z and -Z select different zones: give one");
+        }
+        Ok(FilterArgs {
+            inet: self.inet || before.inet,
+            inet6: self.inet6 || before.inet6,
+            unix: self.unix || before.unix,
+            connected: self.connected || before.connected,
+            listening: self.listening || before.listening,
+            no_loopback: self.no_loopback || before.no_loopback,
+            ports: merge_opt("-p", &self.ports, &before.ports)?,
+            src: merge_opt("--src", &self.src, &before.src)?,
+            dst: merge_opt("--dst", &self.dst, &before.dst)?,
+            protos: merge_opt("-P", &self.protos, &before.protos)?,
+            states: merge_opt("--state", &self.states, &before.states)?,
+            pids: merge_opt("--pid", &self.pids, &before.pids)?,
+            user: merge_opt("--user", &self.user, &before.user)?,
+            zones,
+            connected_to: merge_opt("--connected-to", &self.connected_to, &before.connected_to)?,
+            command: merge_opt("--command", &self.command, &before.command)?,
+        })
+    }
+}
+
+impl SourceArgs {
+    /// The data-source flags set, by flag.
+    pub fn given(&self) -> Vec<&'static str> {
+        let set = [
+            (self.no_owners, "--no-owners"),
+            (self.source != SourceArg::Auto, "--source"),
+            (self.owner_scan != OwnerScanArg::Auto, "--owner-scan"),
+            (self.proc_root.is_some(), "--proc-root"),
+            (self.record_netlink.is_some(), "--record-netlink"),
+            (self.replay_netlink.is_some(), "--replay-netlink"),
+        ];
+        set.into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, f)| f)
+            .collect()
+    }
+
+    /// As [`FilterArgs::merged`], for the data sources.
+    pub fn merged(&self, before: &SourceArgs) -> anyhow::Result<SourceArgs> {
+        Ok(SourceArgs {
+            no_owners: self.no_owners || before.no_owners,
+            source: merge_value("--source", self.source, before.source)?,
+            owner_scan: merge_value("--owner-scan", self.owner_scan, before.owner_scan)?,
+            proc_root: merge_opt("--proc-root", &self.proc_root, &before.proc_root)?,
+            record_netlink: merge_opt(
+                "--record-netlink",
+                &self.record_netlink,
+                &before.record_netlink,
+            )?,
+            replay_netlink: merge_opt(
+                "--replay-netlink",
+                &self.replay_netlink,
+                &before.replay_netlink,
+            )?,
+        })
+    }
 }
 
 impl ZoneArgs {

@@ -89,6 +89,13 @@ fn subcommands(r: &mut Roff, cmd: &clap::Command) {
         return;
     }
     r.control("SH", ["SUBCOMMANDS"]);
+    r.text([roman(
+        "The listing's filters and data sources given before a subcommand apply to diagnose, \
+         trace and events as if given after it (a flag given on both sides is an error); \
+         counters, ports and serve take only -z and -Z there, and kill wants its filters after \
+         it. Any other filter or data-source flag before a subcommand is refused with exit status 2, \
+         never ignored.",
+    )]);
     for sub in subs {
         let args: Vec<&clap::Arg> = sub.get_arguments().filter(|a| !a.is_hide_set()).collect();
         let positionals: Vec<String> = args

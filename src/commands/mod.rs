@@ -110,6 +110,7 @@ pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
     if cli.output.events {
         anyhow::bail!("--events works with the listing, not with subcommands (try --watch)");
     }
+    let cmd = &with_flags_before(cmd, cli)?;
     let view = |out: &mut dyn Write, err: &mut dyn Write| -> anyhow::Result<ExitCode> {
         match cmd {
             Command::Counters(a) => counters::run(a, cli, out, err),
@@ -216,4 +217,53 @@ impl<W: Write> Write for Noted<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush().inspect_err(|_| self.failed = true)
     }
+}
+
+/// The subcommand with the listing's filters and data sources given before it applied, so none
+/// is silently ignored: `diagnose`, `trace` and `events` take them as if given after the
+/// subcommand; `counters`, `ports` and `serve` take the zones (`-z`, `-Z`); `kill` wants its
+/// filters after it and says so itself. Anything else given before a subcommand is an error
+/// that names the flag.
+fn with_flags_before(cmd: &Command, cli: &Cli) -> anyhow::Result<Command> {
+    let mut cmd = cmd.clone();
+    let (name, takes_filters, takes_sources) = match &mut cmd {
+        Command::Diagnose(a) => {
+            a.filters = a.filters.merged(&cli.filters)?;
+            a.source = a.source.merged(&cli.source)?;
+            ("diagnose", true, true)
+        }
+        Command::Trace(a) => {
+            a.filters = a.filters.merged(&cli.filters)?;
+            a.source = a.source.merged(&cli.source)?;
+            ("trace", true, true)
+        }
+        Command::Events(a) => {
+            a.filters = a.filters.merged(&cli.filters)?;
+            ("events", true, false)
+        }
+        Command::Kill(_) => return Ok(cmd),
+        Command::Counters(_) => ("counters", false, false),
+        Command::Ports(_) => ("ports", false, false),
+        Command::Serve(_) => ("serve", false, false),
+        Command::Drops(_) => ("drops", false, false),
+    };
+    let zones_only = matches!(name, "counters" | "ports" | "serve");
+    let mut ignored: Vec<&str> = Vec::new();
+    if !takes_filters {
+        ignored.extend(
+            cli.filters
+                .given()
+                .into_iter()
+                .filter(|f| !(zones_only && matches!(*f, "-z" | "-Z"))),
+        );
+    }
+    if !takes_sources {
+        ignored.extend(cli.source.given());
+    }
+    if let Some(flag) = ignored.first() {
+        anyhow::bail!(
+            "{flag} given before '{name}' does not apply to it (see 'sockstat {name} --help')"
+        );
+    }
+    Ok(cmd)
 }

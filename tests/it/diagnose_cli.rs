@@ -56,3 +56,51 @@ fn help_lists_the_rules() {
         assert!(t.contains(r), "{r} missing from help:\n{t}");
     }
 }
+
+/// The listing's filters given before `diagnose` select what it examines, as they do after it
+/// (they were silently ignored); given on both sides, and before a subcommand that takes none,
+/// they are an error that names the flag.
+#[test]
+fn filters_before_the_subcommand_apply_or_are_refused() {
+    use std::net::{TcpListener, TcpStream};
+    let l1 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let l2 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (p1, p2) = (
+        l1.local_addr().unwrap().port().to_string(),
+        l2.local_addr().unwrap().port().to_string(),
+    );
+    let _c1 = TcpStream::connect(l1.local_addr().unwrap()).unwrap();
+    let _a1 = l1.accept().unwrap();
+    let _c2 = TcpStream::connect(l2.local_addr().unwrap()).unwrap();
+    let _a2 = l2.accept().unwrap();
+    let connections = |args: &[&str]| {
+        let out = run(args);
+        assert!(matches!(out.status.code(), Some(0) | Some(1)), "{out:?}");
+        parse(&out)["connections"].as_u64().unwrap()
+    };
+    let both = format!("{p1},{p2}");
+    let before = connections(&["-p", &p1, "diagnose", "--json", "--interval", "0.1"]);
+    let after = connections(&["diagnose", "-p", &p1, "--json", "--interval", "0.1"]);
+    let two = connections(&["diagnose", "-p", &both, "--json", "--interval", "0.1"]);
+    assert!(before >= 2, "{before}");
+    assert_eq!(before, after);
+    assert_eq!(two, 2 * after, "{two} {after}");
+
+    for (args, flag) in [
+        (
+            vec!["-p", p1.as_str(), "diagnose", "-p", p2.as_str()],
+            "-p given both",
+        ),
+        (vec!["-p", p1.as_str(), "ports"], "-p given before 'ports'"),
+        (
+            vec!["--no-owners", "counters"],
+            "--no-owners given before 'counters'",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let e = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains(flag), "{args:?}: {e}");
+    }
+}
