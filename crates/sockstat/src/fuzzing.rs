@@ -209,6 +209,7 @@ pub fn listing(data: &[u8]) -> usize {
         bandwidth: (flags & 3 == 3).then_some(12_500_000.0),
         page_size: 4096,
         buf_locks: HashMap::new(),
+        connects: None,
     };
     let report = crate::diagnose::diagnose(&sample(before), &sample(snap), &ctx);
     out.clear();

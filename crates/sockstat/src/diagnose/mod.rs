@@ -169,6 +169,9 @@ pub struct Context {
     pub page_size: u64,
     /// Exact buffer locks by socket cookie, where they could be read (root only).
     pub buf_locks: HashMap<u64, BufLock>,
+    /// The zone's connects measured from connection events over the interval (root), which R10
+    /// judges instead of, and beside, the handshakes caught in SYN-SENT.
+    pub connects: Option<MeasuredConnects>,
 }
 
 /// The connection a finding is about.
@@ -616,6 +619,11 @@ pub struct Options {
     pub page_size: u64,
     /// Exact buffer locks by socket cookie, where they could be read (root only).
     pub buf_locks: HashMap<u64, BufLock>,
+    /// Connects measured from connection events over the interval, by the network namespace
+    /// (inode) they were made in.
+    pub connects: HashMap<u64, MeasuredConnects>,
+    /// The network namespace (inode) sockstat runs in: a sample of no named zone is its.
+    pub own_netns: Option<u64>,
 }
 
 /// Judges every zone of `after` against the same zone of `before` (a zone that appeared in
@@ -639,6 +647,13 @@ pub fn judge(before: &Sample, after: &Sample, opts: &Options) -> Report {
             bandwidth: opts.bandwidth,
             page_size: opts.page_size,
             buf_locks: opts.buf_locks.clone(),
+            connects: z
+                .zone
+                .as_ref()
+                .and_then(|z| z.netns_inode)
+                .or(opts.own_netns)
+                .and_then(|n| opts.connects.get(&n))
+                .cloned(),
         };
         let r = diagnose(b, z, &ctx);
         report.connections += r.connections;

@@ -64,6 +64,11 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut troubles: Vec<Trouble<'_>> = input.flows.iter().filter_map(flow_check).collect();
     let snap = &input.after.snapshot;
     let linear = input.ctx.sysctls.tcp_syn_linear_timeouts.unwrap_or(0);
+    // Measured connects (connection events, root) are the better evidence for unanswered SYNs:
+    // a handshake still in SYN-SENT at the sample, to an address whose connects the events saw
+    // wait for SYN retransmissions, is the same trouble, counted in that one finding.
+    let measured = input.ctx.connects.as_ref();
+    let mut pending = 0u64;
     for s in &snap.sockets {
         if s.proto != Proto::Tcp || s.state != State::SynSent {
             continue;
@@ -71,6 +76,12 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         let Some(t) = s.timer.filter(|t| t.retrans >= 1) else {
             continue;
         };
+        if let (Some(m), Some(Endpoint::Inet { addr, .. })) = (measured, &s.remote) {
+            if m.slow_to(*addr) > 0 {
+                pending += 1;
+                continue;
+            }
+        }
         let waited = syn_waited_s(t.retrans, linear, t.expires_ms);
         let mut ev = Evidence::default();
         ev.int("syn_retransmits", u64::from(t.retrans))
@@ -113,6 +124,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         .into_values()
         .map(|g| group_finding(g, snap, input))
         .collect();
+    out.extend(measured.and_then(|m| m.finding(input.ctx.interval_s, pending)));
     if let Some(d) = input
         .counter_delta("TcpExt", "TCPAbortOnTimeout")
         .filter(|&d| d > 0)
@@ -709,9 +721,19 @@ impl MeasuredConnects {
         self.connects
     }
 
-    /// R10's finding: connects that waited for SYN retransmissions during the interval; `None`
-    /// when none did.
-    pub fn finding(&self, interval_s: f64) -> Option<Finding> {
+    /// Measured connects to `addr` (any port) that waited for SYN retransmissions.
+    pub fn slow_to(&self, addr: IpAddr) -> u64 {
+        self.slow_by_dest
+            .iter()
+            .filter(|(d, _)| d.ip() == addr)
+            .map(|(_, (n, _))| n)
+            .sum()
+    }
+
+    /// R10's finding: connects that waited for SYN retransmissions during the interval, and
+    /// `pending` more to the same addresses still in SYN-SENT at the end of it; `None` when no
+    /// measured connect waited.
+    pub fn finding(&self, interval_s: f64, pending: u64) -> Option<Finding> {
         if self.slow == 0 {
             return None;
         }
@@ -735,7 +757,8 @@ impl MeasuredConnects {
                 fmt::inet(dest.ip(), dest.port()).to_string(),
             )
             .int("slowest_destination_slow_connects", *n)
-            .text("slowest_destination_callers", procs.join(", "));
+            .text("slowest_destination_callers", procs.join(", "))
+            .int("pending_syn_sent", pending);
         Some(Finding {
             zone: None,
             rule: RuleId::Retransmissions,
@@ -747,7 +770,7 @@ impl MeasuredConnects {
             socket: None,
             summary: format!(
                 "{} of {} connects measured during the interval ({:.1}%) waited for SYN \
-                 retransmissions ({} SYNs sent again{}), most to {} ({n}, by {})",
+                 retransmissions ({} SYNs sent again{}), most to {} ({n}, by {}){}",
                 self.slow,
                 self.connects,
                 share * 100.0,
@@ -762,9 +785,14 @@ impl MeasuredConnects {
                 } else {
                     procs.join(", ")
                 },
+                match pending {
+                    0 => String::new(),
+                    1 => "; 1 more was still waiting at the end of the interval".into(),
+                    p => format!("; {p} more were still waiting at the end of the interval"),
+                },
             ),
             evidence: ev,
-            count: Some(self.slow),
+            count: Some(self.slow + pending),
             confidence: Confidence::counted(format!(
                 "traced by connection events: {} of the {} connect() calls of the interval \
                  waited for a SYN to be sent again",
@@ -797,7 +825,7 @@ mod measured_tests {
             r.cookie = i;
             m.add(&ConnEvent::from_record(&r, &c).unwrap());
         }
-        assert_eq!(m.finding(5.0), None, "fast connects are no finding");
+        assert_eq!(m.finding(5.0, 0), None, "fast connects are no finding");
         for retr in [1u32, 2] {
             let mut r = record(kind::CONNECT, state::SYN_SENT, side::CLIENT);
             r.syn_retrans = retr;
@@ -810,7 +838,7 @@ mod measured_tests {
                 .unwrap(),
         );
         assert_eq!(m.connects(), 200);
-        let f = m.finding(5.0).unwrap();
+        let f = m.finding(5.0, 0).unwrap();
         assert_eq!(f.severity, Severity::Warning);
         assert!(f.summary.starts_with("2 of 200 connects measured during the interval (1.0%) waited for SYN retransmissions (3 SYNs sent again, the slowest 2 s)"), "{}", f.summary);
         assert!(
@@ -822,5 +850,54 @@ mod measured_tests {
         let ev: HashMap<&str, &Value> = f.evidence.0.iter().map(|(k, v)| (*k, v)).collect();
         assert_eq!(ev["slow_connects"], &Value::from(2));
         assert_eq!(ev["max_connect_us"], &Value::from(2_003_000));
+    }
+
+    /// As root, a connect still in SYN-SENT at the sample, to an address whose measured
+    /// connects waited for SYN retransmissions, is counted in the measured finding, not
+    /// reported a second time; one to another address keeps its own finding.
+    #[test]
+    fn a_pending_syn_to_a_measured_destination_is_one_finding() {
+        use crate::diagnose::testutil::*;
+        let c = Clock::fixed(0);
+        let mut m = MeasuredConnects::default();
+        let mut r = record(kind::CONNECT, state::SYN_SENT, side::CLIENT);
+        r.syn_retrans = 1;
+        r.established_ns = r.start_ns + 1_003_000_000;
+        m.add(&ConnEvent::from_record(&r, &c).unwrap());
+        let dest = ConnEvent::from_record(&r, &c).unwrap().remote;
+        let pending = |to: &str, port: u16| {
+            TcpBuilder::new()
+                .state(State::SynSent)
+                .timer(1, 1)
+                .local(&format!("127.0.0.1:{port}"))
+                .remote(Some(to))
+                .build(u64::from(port))
+        };
+        let mut ctx = ctx();
+        ctx.connects = Some(m);
+        let same = format!("{}:{}", dest.ip(), dest.port());
+        let f = only(
+            run(
+                vec![],
+                vec![pending(&same, 40001), pending(&same, 40002)],
+                &ctx,
+            ),
+            RuleId::Retransmissions,
+        );
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].count, Some(3));
+        assert_eq!(ev(&f[0], "pending_syn_sent"), 2.0);
+        assert!(
+            f[0].summary
+                .ends_with("; 2 more were still waiting at the end of the interval"),
+            "{}",
+            f[0].summary
+        );
+        let f = only(
+            run(vec![], vec![pending("198.51.100.7:80", 40003)], &ctx),
+            RuleId::Retransmissions,
+        );
+        assert_eq!(f.len(), 2, "{f:#?}");
+        assert!(f.iter().any(|f| f.socket.is_some()), "{f:#?}");
     }
 }

@@ -327,6 +327,7 @@ pub fn ctx() -> Context {
         bandwidth: None,
         page_size: 4096,
         buf_locks: HashMap::new(),
+        connects: None,
     }
 }
 

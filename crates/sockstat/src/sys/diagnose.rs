@@ -68,21 +68,7 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
         });
     }
     let after = sampler.sample()?;
-    let mut report = judge(&before, &after, how);
-    if tracer.is_some() {
-        let own = crate::events::own_netns();
-        for z in &after.zones {
-            let netns = z.zone.as_ref().and_then(|z| z.netns_inode).or(own);
-            let found = netns
-                .and_then(|n| measured.get(&n))
-                .and_then(|m| m.finding(report.interval_s));
-            if let Some(mut f) = found {
-                f.zone = z.zone.clone().filter(|_| after.zoned);
-                report.findings.push(f);
-            }
-        }
-        diagnose::sort_findings(&mut report.findings);
-    }
+    let mut report = judge_with_connects(&before, &after, how, measured);
     if let Some(why) = untraced {
         report.warnings.push(Warning::new(
             WarningCode::ConnectEventsUnavailable,
@@ -99,11 +85,25 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
 /// connections a buffer finding names (as root, when asked), and the warnings that say what
 /// these privileges leave inferred.
 pub fn judge(before: &Sample, after: &Sample, how: &Diagnosis) -> Report {
+    judge_with_connects(before, after, how, HashMap::new())
+}
+
+/// [`judge`], with the connects measured over the interval by network namespace.
+fn judge_with_connects(
+    before: &Sample,
+    after: &Sample,
+    how: &Diagnosis,
+    connects: HashMap<u64, MeasuredConnects>,
+) -> Report {
     let root = rustix::process::geteuid().is_root();
     let mut opts = Options {
         bandwidth: how.bandwidth,
         page_size: page_size(),
         buf_locks: Default::default(),
+        own_netns: (!connects.is_empty())
+            .then(crate::events::own_netns)
+            .flatten(),
+        connects,
     };
     let mut lock_errors = Vec::new();
     if how.exact_locks && root {
