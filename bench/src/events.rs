@@ -211,15 +211,26 @@ fn machine() -> String {
     format!("{cpus} CPUs, Linux {}", kernel.trim())
 }
 
+const BEGIN: &str = "<!-- sockbench events: begin -->";
+const END: &str = "<!-- sockbench events: end -->";
+const HEADING: &str = "## Connection events: overhead (`sockbench events`)";
+
+/// The `sockbench events` section of a document, from its heading to the end marker, so that
+/// `sockbench run`, which rewrites the rest, keeps it.
+pub fn kept_section(text: &str) -> Option<&str> {
+    let a = text.find(BEGIN)?;
+    let b = text[a..].find(END)? + a + END.len();
+    let start = text[..a].rfind(HEADING).unwrap_or(a);
+    Some(&text[start..b])
+}
+
 /// Replaces the part of `doc` between the events markers (or appends it).
 fn splice(doc: &Path, md: &str) -> std::io::Result<()> {
-    const BEGIN: &str = "<!-- sockbench events: begin -->";
-    const END: &str = "<!-- sockbench events: end -->";
     let text = std::fs::read_to_string(doc)?;
     let block = format!("{BEGIN}\n{md}{END}");
     let new = match (text.find(BEGIN), text.find(END)) {
         (Some(a), Some(b)) if b > a => format!("{}{block}{}", &text[..a], &text[b + END.len()..]),
-        _ => format!("{text}\n## Connection events: overhead (`sockbench events`)\n\n{block}\n"),
+        _ => format!("{text}\n{HEADING}\n\n{block}\n"),
     };
     std::fs::write(doc, new)
 }

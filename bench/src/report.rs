@@ -1189,6 +1189,15 @@ pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
         crate::NICE,
         meta["quiet_wait_s"].as_u64().unwrap_or(90)
     );
+    // The connection-events section comes from `sockbench events`: kept as the document has it.
+    if let Some(events) = o
+        .doc
+        .as_ref()
+        .and_then(|d| std::fs::read_to_string(d).ok())
+        .and_then(|text| crate::events::kept_section(&text).map(str::to_string))
+    {
+        let _ = writeln!(md, "\n{events}");
+    }
     Report {
         summary: sum,
         markdown: md,
