@@ -330,6 +330,25 @@ impl Collector {
                 ports: Some(r),
             })
             .collect();
+        // The events summed so far, less the namespaces no longer in the collection (their
+        // series end, and a host whose containers come and go does not accumulate them).
+        let events = match &self.events {
+            Some(feed) => {
+                let present: Vec<u64> = now
+                    .zones
+                    .iter()
+                    .filter_map(|z| z.zone.as_ref().and_then(|z| z.netns_inode).or(z.key))
+                    .collect();
+                let mut shared = feed.metrics.lock().unwrap_or_else(|p| p.into_inner());
+                let own = shared.own_netns;
+                shared.retain_zones(|n| Some(n) == own || present.contains(&n));
+                let m = shared.clone();
+                drop(shared);
+                let drops = feed.drops.read().context("reading the drops map")?;
+                Some((m, drops))
+            }
+            None => None,
+        };
         let mut body = Vec::with_capacity(64 * 1024);
         metrics::write_snapshot(
             &MetricsInput {
@@ -337,20 +356,12 @@ impl Collector {
                 own: &self.own,
                 top: self.top,
                 findings: findings.as_deref(),
+                events: events.as_ref().map(|(m, d)| (m, Some(d))),
             },
             &mut body,
         )?;
         drop(zones);
         let n_zones = now.zones.len();
-        if let Some(feed) = &self.events {
-            let m = feed
-                .metrics
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
-            let drops = feed.drops.read().context("reading the drops map")?;
-            sockstat::render::event_metrics::write(&m, Some(&drops), &mut body)?;
-        }
         // Diagnosis reads the earlier sample only through its counters and the TCP sockets it
         // can join by cookie (those with tcp_info): keep just those, to halve what is held
         // between scrapes on a host full of unix and UDP sockets.
@@ -490,7 +501,7 @@ pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     let mut collector = Collector::new(proc_root.clone(), zones, a.top, owner_scan);
     if let Some((tracer, drops)) = events {
         collector.events = Some(EventsFeed {
-            metrics: drain_events(tracer)?,
+            metrics: drain_events(tracer, all_zones)?,
             drops,
         });
     }
@@ -561,12 +572,12 @@ fn start_events() -> Result<(Tracer, DropCounter), String> {
     Ok((tracer, drops))
 }
 
-/// Sums the events of the namespace sockstat runs in, read every 100 ms on a thread of their
-/// own, into the metrics each collection renders.
-fn drain_events(mut tracer: Tracer) -> anyhow::Result<Arc<Mutex<EventMetrics>>> {
-    let metrics = Arc::new(Mutex::new(EventMetrics::default()));
-    let sink = Arc::clone(&metrics);
+/// Sums the events of the namespace sockstat runs in (of every namespace with `all_zones`),
+/// read every 100 ms on a thread of their own, into the metrics each collection renders.
+fn drain_events(mut tracer: Tracer, all_zones: bool) -> anyhow::Result<Arc<Mutex<EventMetrics>>> {
     let own = sockstat::events::own_netns();
+    let metrics = Arc::new(Mutex::new(EventMetrics::new(own)));
+    let sink = Arc::clone(&metrics);
     let clock = sockstat::events::Clock::now();
     std::thread::Builder::new()
         .name("events".into())
@@ -574,7 +585,7 @@ fn drain_events(mut tracer: Tracer) -> anyhow::Result<Arc<Mutex<EventMetrics>>> 
             let mut batch = Vec::new();
             tracer.drain(|r| {
                 if let Some(e) = ConnEvent::from_record(&r, &clock) {
-                    if Some(e.netns) == own {
+                    if all_zones || Some(e.netns) == own {
                         batch.push(e);
                     }
                 }

@@ -979,6 +979,9 @@ fn serve_exports_event_histograms() {
         &["ip", "netns", "exec", &ns.name],
         &["--events", "--scrape-budget", "10s"],
     );
+    // And one on the host for every zone: the namespace's connections are counted under its
+    // zone there (the histograms are the exporter's own zone's only).
+    let host = crate::serve::serve_with(&[], &["-Z", "--events", "--scrape-budget", "10s"]);
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let mut srv = Workload::spawn(&ns, "evservesrv", "server:47371:10:1:1:server");
     srv.ready();
@@ -1013,23 +1016,70 @@ fn serve_exports_event_histograms() {
         .map_or(answer.as_str(), |(_, b)| b)
         .to_string();
     let v = |s: &str| crate::serve::value(&body, s);
+    // The exporter's own zone, as its other families label it.
+    let zone = body
+        .lines()
+        .find_map(|l| l.strip_prefix("sockstat_connections_total{side=\"client\",zone=\""))
+        .and_then(|r| r.split_once('"'))
+        .map(|(z, _)| z.to_string())
+        .unwrap_or_else(|| panic!("no client connections series in\n{body}"));
+    let z = format!("zone=\"{zone}\"");
     assert_eq!(
-        v("sockstat_connect_latency_seconds_count{port=\"47371\"}"),
+        v(&format!(
+            "sockstat_connect_latency_seconds_count{{port=\"47371\",{z}}}"
+        )),
         10.0
     );
     assert_eq!(
-        v("sockstat_accept_wait_seconds_count{port=\"47371\"}"),
+        v(&format!(
+            "sockstat_accept_wait_seconds_count{{port=\"47371\",{z}}}"
+        )),
         10.0
     );
     assert_eq!(
-        v("sockstat_connect_latency_seconds_bucket{port=\"47371\",le=\"+Inf\"}"),
+        v(&format!(
+            "sockstat_connect_latency_seconds_bucket{{port=\"47371\",{z},le=\"+Inf\"}}"
+        )),
         10.0
     );
     // The workload's 10 and the scrapes' own connections.
-    assert!(v("sockstat_connections_total{side=\"client\"}") >= 10.0);
+    assert!(
+        v(&format!(
+            "sockstat_connections_total{{side=\"client\",{z}}}"
+        )) >= 10.0
+    );
     assert_eq!(
-        v("sockstat_connection_closes_total{side=\"server\",end=\"local-close\"}"),
-        v("sockstat_connection_closes_total{side=\"client\",end=\"remote-close\"}")
+        v(&format!(
+            "sockstat_connection_closes_total{{side=\"server\",end=\"local-close\",{z}}}"
+        )),
+        v(&format!(
+            "sockstat_connection_closes_total{{side=\"client\",end=\"remote-close\",{z}}}"
+        ))
+    );
+    // The host's exporter counted them under the namespace's zone, and has no histogram for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let hz = format!(
+        "sockstat_connections_total{{side=\"server\",zone=\"{}\"}}",
+        ns.name
+    );
+    let host_body = loop {
+        let a = crate::serve::get(&host.addr, "/metrics")
+            .map(|a| a.body)
+            .unwrap_or_default();
+        let done = a
+            .lines()
+            .find_map(|l| l.strip_prefix(hz.as_str())?.strip_prefix(' '))
+            .and_then(|n| n.parse::<f64>().ok())
+            .is_some_and(|n| n >= 10.0);
+        if done || Instant::now() > deadline {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(crate::serve::value(&host_body, &hz) >= 10.0, "{host_body}");
+    assert!(
+        !host_body.contains(&format!("port=\"47371\",zone=\"{}\"", ns.name)),
+        "{host_body}"
     );
     assert_eq!(v("sockstat_events_lost_total{reason=\"ring_full\"}"), 0.0);
     assert!(

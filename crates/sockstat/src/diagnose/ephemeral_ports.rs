@@ -256,6 +256,7 @@ mod tests {
                 own: &own,
                 top: 20,
                 findings: Some(&r7),
+                events: None,
             },
             &mut metrics,
         )

@@ -64,19 +64,31 @@ impl PromHistogram {
     }
 }
 
-/// Everything `serve --events` exports, summed since it started.
+/// One zone's connections, failed connects and closes.
 #[derive(Debug, Clone, Default)]
-pub struct EventMetrics {
-    /// Client connect latency by remote port.
-    pub connect_latency: BTreeMap<PortLabel, PromHistogram>,
-    /// Server accept wait by local port.
-    pub accept_wait: BTreeMap<PortLabel, PromHistogram>,
+pub struct ZoneEvents {
     /// Connections by side (completed connects, accepts).
     pub connections: BTreeMap<&'static str, u64>,
     /// Failed connects by reason.
     pub failures: BTreeMap<&'static str, u64>,
     /// Closes by (side, end).
     pub closes: BTreeMap<(&'static str, &'static str), u64>,
+}
+
+/// Everything `serve --events` exports, summed since it started: per zone (network namespace)
+/// the counts, and for the zone the exporter runs in the latency histograms by port (every
+/// other zone would multiply them by its ports: doc/serve.md, "Cardinality").
+#[derive(Debug, Clone, Default)]
+pub struct EventMetrics {
+    /// The network namespace (inode) the exporter runs in: the histograms' zone (`None`: every
+    /// event counts in them).
+    pub own_netns: Option<u64>,
+    /// Client connect latency by remote port, in the exporter's zone.
+    pub connect_latency: BTreeMap<PortLabel, PromHistogram>,
+    /// Server accept wait by local port, in the exporter's zone.
+    pub accept_wait: BTreeMap<PortLabel, PromHistogram>,
+    /// Counts by network namespace (inode).
+    pub zones: BTreeMap<u64, ZoneEvents>,
     /// What the kernel could not hand over.
     pub lost: Lost,
 }
@@ -92,38 +104,58 @@ fn label(map: &BTreeMap<PortLabel, PromHistogram>, port: u16) -> PortLabel {
 }
 
 impl EventMetrics {
-    /// Adds one event (of the namespace the exporter reports).
+    /// Metrics whose histograms are those of the network namespace `own_netns`.
+    pub fn new(own_netns: Option<u64>) -> EventMetrics {
+        EventMetrics {
+            own_netns,
+            ..EventMetrics::default()
+        }
+    }
+
+    /// Adds one event, in its namespace's counts (and in the histograms, when it is the
+    /// exporter's).
     pub fn add(&mut self, e: &ConnEvent) {
+        let own = self.own_netns.is_none_or(|n| n == e.netns);
+        let z = self.zones.entry(e.netns).or_default();
         match (e.kind, e.side) {
             (EventKind::Connect, Some(Side::Client)) => {
-                *self.connections.entry("client").or_default() += 1;
-                if let Some(us) = e.connect_latency_us {
+                *z.connections.entry("client").or_default() += 1;
+                if let (Some(us), true) = (e.connect_latency_us, own) {
                     let l = label(&self.connect_latency, e.remote.port());
                     self.connect_latency.entry(l).or_default().add(us);
                 }
             }
             (EventKind::Accept, Some(Side::Server)) => {
-                *self.connections.entry("server").or_default() += 1;
-                if let Some(us) = e.accept_wait_us {
+                *z.connections.entry("server").or_default() += 1;
+                if let (Some(us), true) = (e.accept_wait_us, own) {
                     let l = label(&self.accept_wait, e.local.port());
                     self.accept_wait.entry(l).or_default().add(us);
                 }
             }
             (EventKind::Failed, _) => {
-                *self
-                    .failures
+                *z.failures
                     .entry(e.reason.map_or("error", |r| r.name()))
                     .or_default() += 1;
             }
             (EventKind::Close, side) => {
                 let side = side.map_or("unknown", Side::name);
-                *self
-                    .closes
+                *z.closes
                     .entry((side, e.end.map_or("unknown", |x| x.name())))
                     .or_default() += 1;
             }
             _ => {}
         }
+    }
+
+    /// The counts of namespace `netns`.
+    pub fn zone(&self, netns: u64) -> Option<&ZoneEvents> {
+        self.zones.get(&netns)
+    }
+
+    /// Forgets the namespaces `keep` says are gone: their series end, and a host whose
+    /// containers come and go does not accumulate them.
+    pub fn retain_zones(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        self.zones.retain(|n, _| keep(*n));
     }
 }
 
@@ -154,7 +186,9 @@ mod tests {
         let cum = h.cumulative();
         assert_eq!(cum.iter().find(|(b, _)| *b == 1.0).unwrap().1, 1);
         assert_eq!(cum.iter().find(|(b, _)| *b == 1.5).unwrap().1, 2);
-        assert_eq!(m.connections["client"], MAX_PORT_LABELS as u64 + 4);
+        let netns = ConnEvent::from_record(&slow, &c).unwrap().netns;
+        let z = m.zone(netns).unwrap();
+        assert_eq!(z.connections["client"], MAX_PORT_LABELS as u64 + 4);
         let mut f = record(kind::CLOSE, state::SYN_SENT, side::CLIENT);
         f.sk_err = 111;
         m.add(&ConnEvent::from_record(&f, &c).unwrap());
@@ -162,7 +196,29 @@ mod tests {
             &ConnEvent::from_record(&record(kind::CLOSE, state::FIN_WAIT2, side::CLIENT), &c)
                 .unwrap(),
         );
-        assert_eq!(m.failures["refused"], 1);
-        assert_eq!(m.closes[&("client", "local-close")], 1);
+        let z = m.zone(netns).unwrap();
+        assert_eq!(z.failures["refused"], 1);
+        assert_eq!(z.closes[&("client", "local-close")], 1);
+    }
+
+    /// Events of another namespace are counted under it and stay out of the histograms of the
+    /// exporter's own; a namespace that is gone is forgotten.
+    #[test]
+    fn other_zones_are_counted_apart_and_forgotten() {
+        let c = Clock::fixed(0);
+        let r = record(kind::CONNECT, state::SYN_SENT, side::CLIENT);
+        let own = ConnEvent::from_record(&r, &c).unwrap().netns;
+        let mut m = EventMetrics::new(Some(own));
+        m.add(&ConnEvent::from_record(&r, &c).unwrap());
+        let mut other = ConnEvent::from_record(&r, &c).unwrap();
+        other.netns = own + 1;
+        m.add(&other);
+        m.add(&other);
+        assert_eq!(m.zone(own).unwrap().connections["client"], 1);
+        assert_eq!(m.zone(own + 1).unwrap().connections["client"], 2);
+        assert_eq!(m.connect_latency.values().map(|h| h.count).sum::<u64>(), 1);
+        m.retain_zones(|n| n == own);
+        assert!(m.zone(own + 1).is_none());
+        assert!(m.zone(own).is_some());
     }
 }

@@ -21,8 +21,11 @@ use std::io::{self, Write};
 
 use crate::counters::{describe, CounterSet};
 use crate::diagnose::{Finding, RuleId, Severity};
+use crate::events::drops::Drops;
+use crate::events::metrics::EventMetrics;
 use crate::model::{Endpoint, Family, Proto, Snapshot, Socket, State};
 use crate::ports::{Destination, PortsReport};
+use crate::render::event_metrics::EventZone;
 use crate::sample::ZoneSample;
 use crate::zone::Zone;
 
@@ -84,6 +87,9 @@ pub struct MetricsInput<'a> {
     /// zone when the samples were zoned); `None` when there is no previous collection yet (the
     /// family is then left out, not written as zeros).
     pub findings: Option<&'a [Finding]>,
+    /// Connection events summed since the exporter started (`serve --events`), and the host's
+    /// dropped packets; `None` leaves those families out.
+    pub events: Option<(&'a EventMetrics, Option<&'a Drops>)>,
 }
 
 impl<'a> MetricsInput<'a> {
@@ -243,6 +249,24 @@ pub fn write_snapshot(input: &MetricsInput<'_>, out: &mut impl Write) -> io::Res
     }
     if input.zones.iter().any(|z| z.sample.counters.is_some()) {
         write_counters(input, &labels, out)?;
+    }
+    if let Some((events, drops)) = input.events {
+        let zones: Vec<EventZone<'_>> = input
+            .zones
+            .iter()
+            .zip(&labels)
+            .map(|(z, label)| EventZone {
+                label,
+                netns: z
+                    .sample
+                    .zone
+                    .as_ref()
+                    .and_then(|z| z.netns_inode)
+                    .or(z.sample.key),
+                own: input.is_own(z.sample),
+            })
+            .collect();
+        super::event_metrics::write(events, &zones, drops, out)?;
     }
     Ok(())
 }
@@ -748,6 +772,7 @@ mod tests {
             own: &own,
             top: DEFAULT_TOP,
             findings,
+            events: None,
         })
     }
 
@@ -953,6 +978,7 @@ mod tests {
             own: &own,
             top,
             findings,
+            events: None,
         })
     }
 
