@@ -600,24 +600,25 @@ const BIG_TABLES: &str = "## Big tables: peak memory per socket (10k to 1M socke
 Measured with `sh bench/bigtable.sh 10k 100k 500k 1000k` (as root; each scale a fresh sockgen \
 table in its own network and pid namespace, with sockgen's mix of TCP, UDP and unix sockets and \
 one worker process per 1,000 sockets), peak RSS from `/usr/bin/time -f %M`, output to /dev/null, \
-as root (BPF owner scan), on 2026-11-22:\n\n\
+as root (BPF owner scan), on 2026-11-25:\n\n\
 | sockets | table | `--json` | `--no-owners` |\n\
 |---|---|---|---|\n\
-| 10,000 | 11.7 MiB | 11.6 MiB | 7.4 MiB |\n\
-| 100,000 | 38.1 MiB | 37.0 MiB | 28.9 MiB |\n\
-| 500,000 | 138.0 MiB | 137.9 MiB | 125.5 MiB |\n\
-| 1,000,000 | 266.0 MiB | 266.0 MiB | 246.2 MiB |\n\n\
-A least-squares line through the four scales gives **268 bytes per socket** beyond a base of \
-10.7 MiB for the table and for JSON (253 bytes and 4.9 MiB with `--no-owners`); from 500k to 1M \
-the marginal cost is 269 bytes. The target was under 300. Most of it is the socket record itself \
-(208 bytes: `Socket`, with `tcp_info` and socket memory boxed, kept at that size by a test) in a \
-vector that grows by doubling; then the sort's 32-byte item per socket and the owner scan's \
-holders. The table is written in two passes (widths, then rows) rather than kept whole, and JSON \
-is streamed, so neither adds per-socket memory. Before these changes, at 500k sockets, the peak \
-was 183.7 MiB with the table and 180.3 MiB with JSON; the two-pass table costs about 12% more \
-time there (median of 5: 1.47 s against 1.31 s), JSON about the same (1.59 s against 1.54 s). \
-1M is the largest scale tried; nothing limited it (sockgen spreads the sockets over one process \
-per 1,000, under this machine's hard limit of 20,000 open files per process).\n\n";
+| 10,000 | 9.6 MiB | 8.8 MiB | 8.7 MiB |\n\
+| 100,000 | 42.1 MiB | 31.5 MiB | 35.5 MiB |\n\
+| 500,000 | 134.1 MiB | 133.9 MiB | 126.2 MiB |\n\
+| 1,000,000 | 262.2 MiB | 262.0 MiB | 246.8 MiB |\n\n\
+From 500k to 1M the marginal cost is **269 bytes per socket** for the table and for JSON (253 with \
+`--no-owners`); a least-squares line through the four scales gives 262 bytes beyond a base of \
+11.2 MiB for the table, 268 bytes beyond 6.0 MiB for JSON. The target was under 300. Most of it is \
+the socket record itself (208 bytes: `Socket`, with `tcp_info` and socket memory boxed, kept at \
+that size by a test) in a vector that grows by doubling; then the sort's 32-byte item per socket \
+and the owner scan's holders. JSON is streamed. The table keeps the cells it formatted to size its \
+columns until it prints them, up to 131,072 rows (about 110 bytes a row: the 10 MiB between the \
+table and JSON at 100k; rendering 60k rows took 22 ms instead of 33), and formats a bigger table \
+twice instead, so from there on it adds no per-socket memory. Before these changes, at 500k \
+sockets, the peak was 183.7 MiB with the table and 180.3 MiB with JSON. 1M is the largest scale \
+tried; nothing limited it (sockgen spreads the sockets over one process per 1,000, under this \
+machine's hard limit of 20,000 open files per process).\n\n";
 
 pub fn render(scales: &[Scale], env: &Env, o: &Opts) -> Report {
     let tools = tools::all_tools(env);

@@ -340,11 +340,26 @@ pub struct Lead<'a> {
     pub cell: &'a dyn Fn(usize) -> &'a str,
 }
 
+/// Tables of at most this many rows are formatted once and kept until printed (about 110 bytes
+/// a row: at most about 14 MiB); bigger ones are formatted twice, in bounded memory.
+const KEEP_ROWS: usize = 131_072;
+
 /// [`write()`], with a `lead` column first.
 pub fn write_with_lead(
     snap: &Snapshot,
     opts: &Options,
     lead: Option<&Lead<'_>>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    write_rows(snap, opts, lead, KEEP_ROWS, out)
+}
+
+/// [`write_with_lead`], keeping the formatted cells of tables up to `keep_rows` rows.
+fn write_rows(
+    snap: &Snapshot,
+    opts: &Options,
+    lead: Option<&Lead<'_>>,
+    keep_rows: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let cols = columns(opts, lead.is_some());
@@ -361,11 +376,13 @@ pub fn write_with_lead(
         _ => c.title(),
     };
     let mut widths: Vec<usize> = cols.iter().map(|c| width(title(*c))).collect();
-    // Each cell is formatted once, into one buffer: `cells` holds where each ends, row after
-    // row; the widths are known when the last row is formatted.
+    // Up to KEEP_ROWS rows, each cell is formatted once, into one buffer (`ends`: where each
+    // cell ends, row after row) that the second pass prints; a bigger table is formatted again
+    // in the second pass instead, so that no table costs more than a bounded amount of memory
+    // beyond its sockets (doc/BENCHMARKS.md, "Big tables").
+    let keep = keep_rows >= indexed_rows(snap).count();
     let mut arena = String::new();
-    let mut cells: Vec<usize> = Vec::new();
-    let mut rows: Vec<(usize, bool)> = Vec::new();
+    let mut ends: Vec<u32> = Vec::new();
     for (i, s, o) in indexed_rows(snap) {
         for (ci, col) in cols.iter().enumerate() {
             let (text, cut) = f.fill(*col, i, s, o);
@@ -373,13 +390,14 @@ pub fn write_with_lead(
             if w > widths[ci] {
                 widths[ci] = w;
             }
-            arena.push_str(text);
-            if cut {
-                arena.push('…');
+            if keep {
+                arena.push_str(text);
+                if cut {
+                    arena.push('…');
+                }
+                ends.push(u32::try_from(arena.len()).unwrap_or(u32::MAX));
             }
-            cells.push(arena.len());
         }
-        rows.push((i, o.is_none()));
     }
 
     let last = cols.len() - 1;
@@ -399,25 +417,37 @@ pub fn write_with_lead(
         out.write_all(line.as_bytes())?;
     }
     let mut start = 0;
-    let mut row_cells = cells.chunks_exact(cols.len());
-    for &(i, unowned) in &rows {
-        let state = snap.sockets[i].state;
+    let mut kept = ends.iter();
+    let mut text = String::new();
+    for (i, s, o) in indexed_rows(snap) {
         line.clear();
-        for ((ci, col), &end) in cols.iter().enumerate().zip(row_cells.next().unwrap_or(&[])) {
-            let text = &arena[start..end];
-            start = end;
+        for (ci, col) in cols.iter().enumerate() {
+            text.clear();
+            match kept.next() {
+                Some(&end) => {
+                    text.push_str(&arena[start..end as usize]);
+                    start = end as usize;
+                }
+                None => {
+                    let (t, cut) = f.fill(*col, i, s, o);
+                    text.push_str(t);
+                    if cut {
+                        text.push('…');
+                    }
+                }
+            }
             let color = if !opts.color {
                 ""
             } else if *col == Col::State {
-                state_color(state)
-            } else if unowned && matches!(col, Col::Command | Col::Pid | Col::Fd) {
+                state_color(s.state)
+            } else if o.is_none() && matches!(col, Col::Command | Col::Pid | Col::Fd) {
                 "\x1b[2m"
             } else {
                 ""
             };
             pad(
                 &mut line,
-                text,
+                &text,
                 widths[ci],
                 col.right_aligned(),
                 ci == last,
@@ -568,5 +598,84 @@ fn pad(line: &mut String, text: &str, width: usize, right: bool, last: bool, col
             line.extend(std::iter::repeat_n(' ', fill));
         }
         line.push(' ');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, SockType,
+    };
+
+    /// A table kept whole and one formatted twice (past [`KEEP_ROWS`]) print the same bytes:
+    /// owned and unowned rows, a cut command, a multi-byte one, colour.
+    #[test]
+    fn kept_and_reformatted_tables_are_identical() {
+        let sock = |port: u16, owners: Vec<Owner>| crate::model::Socket {
+            id: Some(u64::from(port)),
+            uid: Some(0),
+            owners_status: if owners.is_empty() {
+                OwnersStatus::Hidden
+            } else {
+                OwnersStatus::Known
+            },
+            owners,
+            ..crate::model::Socket::new(
+                Proto::Tcp,
+                Family::Inet,
+                SockType::Stream,
+                if port % 2 == 0 {
+                    State::Listen
+                } else {
+                    State::Established
+                },
+                Endpoint::Inet {
+                    addr: "192.0.2.1".parse().unwrap(),
+                    port,
+                },
+                None,
+            )
+        };
+        let mut snap = Snapshot {
+            sockets: vec![
+                sock(80, vec![Owner { pid: 7, fd: 3 }, Owner { pid: 8, fd: 4 }]),
+                sock(81, vec![]),
+                sock(82, vec![Owner { pid: 8, fd: 9 }]),
+            ],
+            ..Snapshot::default()
+        };
+        for (pid, name) in [
+            (7, "a-command-name-far-too-long-for-its-column".as_bytes()),
+            (8, "naïve—ünïcode".as_bytes()),
+        ] {
+            snap.processes.insert(
+                pid,
+                Process {
+                    pid,
+                    command: Some(RawString::new(name)),
+                    uid: Some(0),
+                    args: None,
+                },
+            );
+        }
+        for color in [false, true] {
+            let opts = Options {
+                header: true,
+                state: true,
+                owners: true,
+                color,
+                ..Options::default()
+            };
+            let render = |keep| {
+                let mut out = Vec::new();
+                write_rows(&snap, &opts, None, keep, &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            };
+            let kept = render(usize::MAX);
+            assert_eq!(kept.lines().count(), 5, "{kept}");
+            assert!(kept.contains('…'), "{kept}");
+            assert_eq!(kept, render(0));
+        }
     }
 }
