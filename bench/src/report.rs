@@ -603,19 +603,19 @@ one worker process per 1,000 sockets), peak RSS from `/usr/bin/time -f %M`, outp
 as root (BPF owner scan), on 2026-11-25:\n\n\
 | sockets | table | `--json` | `--no-owners` |\n\
 |---|---|---|---|\n\
-| 10,000 | 9.6 MiB | 8.8 MiB | 8.7 MiB |\n\
-| 100,000 | 42.1 MiB | 31.5 MiB | 35.5 MiB |\n\
-| 500,000 | 134.1 MiB | 133.9 MiB | 126.2 MiB |\n\
-| 1,000,000 | 262.2 MiB | 262.0 MiB | 246.8 MiB |\n\n\
-From 500k to 1M the marginal cost is **269 bytes per socket** for the table and for JSON (253 with \
+| 10,000 | 9.8 MiB | 8.6 MiB | 8.9 MiB |\n\
+| 100,000 | 42.2 MiB | 31.7 MiB | 35.6 MiB |\n\
+| 500,000 | 134.3 MiB | 134.2 MiB | 126.3 MiB |\n\
+| 1,000,000 | 261.9 MiB | 262.1 MiB | 247.0 MiB |\n\n\
+From 500k to 1M the marginal cost is **268 bytes per socket** for the table and for JSON (253 with \
 `--no-owners`); a least-squares line through the four scales gives 262 bytes beyond a base of \
-11.2 MiB for the table, 268 bytes beyond 6.0 MiB for JSON. The target was under 300. Most of it is \
+11.5 MiB for the table, 269 bytes beyond 6.1 MiB for JSON. The target was under 300. Most of it is \
 the socket record itself (208 bytes: `Socket`, with `tcp_info` and socket memory boxed, kept at \
 that size by a test) in a vector that grows by doubling; then the sort's 32-byte item per socket \
 and the owner scan's holders. JSON is streamed. The table keeps the cells it formatted to size its \
-columns until it prints them, up to 131,072 rows (about 110 bytes a row: the 10 MiB between the \
-table and JSON at 100k; rendering 60k rows took 22 ms instead of 33), and formats a bigger table \
-twice instead, so from there on it adds no per-socket memory. Before these changes, at 500k \
+columns until it prints them in tables of up to 131,072 rows (about 110 bytes a row: the 10 MiB \
+between the table and JSON at 100k; rendering 60k rows took 22 ms instead of 33), and formats a \
+bigger table twice instead, so from there on it adds no per-socket memory. Before these changes, at 500k \
 sockets, the peak was 183.7 MiB with the table and 180.3 MiB with JSON. 1M is the largest scale \
 tried; nothing limited it (sockgen spreads the sockets over one process per 1,000, under this \
 machine's hard limit of 20,000 open files per process).\n\n";

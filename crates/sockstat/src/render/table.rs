@@ -340,9 +340,13 @@ pub struct Lead<'a> {
     pub cell: &'a dyn Fn(usize) -> &'a str,
 }
 
-/// Tables of at most this many rows are formatted once and kept until printed (about 110 bytes
-/// a row: at most about 14 MiB); bigger ones are formatted twice, in bounded memory.
+/// Tables of at most this many rows keep the cells formatted to size the columns until they
+/// are printed (their text and a 4-byte offset each: about 110 bytes a row, some 14 MiB at
+/// most); bigger tables format every cell twice and so cost no memory per row.
 const KEEP_ROWS: usize = 131_072;
+/// And at most this many bytes of them (rows with very long arguments): the rows past it are
+/// formatted again when printed.
+const KEEP_BYTES: usize = 64 << 20;
 
 /// [`write()`], with a `lead` column first.
 pub fn write_with_lead(
@@ -351,15 +355,16 @@ pub fn write_with_lead(
     lead: Option<&Lead<'_>>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    write_rows(snap, opts, lead, KEEP_ROWS, out)
+    write_rows(snap, opts, lead, (KEEP_ROWS, KEEP_BYTES), out)
 }
 
-/// [`write_with_lead`], keeping the formatted cells of tables up to `keep_rows` rows.
+/// [`write_with_lead`], keeping the formatted cells between the passes for tables of at most
+/// `keep.0` rows, and at most `keep.1` bytes of them.
 fn write_rows(
     snap: &Snapshot,
     opts: &Options,
     lead: Option<&Lead<'_>>,
-    keep_rows: usize,
+    (keep_rows, keep_bytes): (usize, usize),
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let cols = columns(opts, lead.is_some());
@@ -376,14 +381,16 @@ fn write_rows(
         _ => c.title(),
     };
     let mut widths: Vec<usize> = cols.iter().map(|c| width(title(*c))).collect();
-    // Up to KEEP_ROWS rows, each cell is formatted once, into one buffer (`ends`: where each
-    // cell ends, row after row) that the second pass prints; a bigger table is formatted again
-    // in the second pass instead, so that no table costs more than a bounded amount of memory
-    // beyond its sockets (doc/BENCHMARKS.md, "Big tables").
-    let keep = keep_rows >= indexed_rows(snap).count();
+    // In a table of up to `keep_rows` rows each cell is formatted once, into one buffer (`ends`:
+    // where each cell ends, row after row) that the second pass prints, until the buffer reaches
+    // `keep_bytes`; other rows are formatted again in the second pass, so that no table costs
+    // more than a bounded amount of memory beyond its sockets (doc/BENCHMARKS.md, "Big tables").
+    let mut keep = indexed_rows(snap).count() <= keep_rows;
     let mut arena = String::new();
     let mut ends: Vec<u32> = Vec::new();
     for (i, s, o) in indexed_rows(snap) {
+        // Checked per row: the kept cells are always whole rows.
+        keep = keep && arena.len() + 4 * ends.len() < keep_bytes;
         for (ci, col) in cols.iter().enumerate() {
             let (text, cut) = f.fill(*col, i, s, o);
             let w = width(text) + usize::from(cut);
@@ -608,8 +615,9 @@ mod tests {
         Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, SockType,
     };
 
-    /// A table kept whole and one formatted twice (past [`KEEP_ROWS`]) print the same bytes:
-    /// owned and unowned rows, a cut command, a multi-byte one, colour.
+    /// A table kept whole, one kept in part (past [`KEEP_BYTES`]) and one formatted twice (past
+    /// [`KEEP_ROWS`]) print the same bytes: owned and unowned rows, a cut command, a multi-byte
+    /// one, colour.
     #[test]
     fn kept_and_reformatted_tables_are_identical() {
         let sock = |port: u16, owners: Vec<Owner>| crate::model::Socket {
@@ -672,10 +680,17 @@ mod tests {
                 write_rows(&snap, &opts, None, keep, &mut out).unwrap();
                 String::from_utf8(out).unwrap()
             };
-            let kept = render(usize::MAX);
+            let kept = render((usize::MAX, usize::MAX));
             assert_eq!(kept.lines().count(), 5, "{kept}");
             assert!(kept.contains('…'), "{kept}");
-            assert_eq!(kept, render(0));
+            for keep in [
+                (0, usize::MAX),
+                (3, usize::MAX),
+                (usize::MAX, 0),
+                (usize::MAX, 150),
+            ] {
+                assert_eq!(kept, render(keep), "keep {keep:?}");
+            }
         }
     }
 }
