@@ -336,7 +336,10 @@ fn entry_key(s: &Socket) -> EntryKey {
     (s.local.clone(), s.remote.clone(), s.cookie)
 }
 
-/// Listeners: (address, port), deduplicated (SO_REUSEPORT groups list one socket each).
+/// Listeners: (address, port), deduplicated (SO_REUSEPORT groups list one socket each), sorted
+/// by port so that [`listener_of`] finds a port's listeners by binary search (it runs once per
+/// TCP socket: a linear search over a host's thousands of listeners was most of the exporter's
+/// port analysis).
 fn listeners(snap: &Snapshot) -> Vec<(IpAddr, u16)> {
     let mut v: Vec<(IpAddr, u16)> = snap
         .sockets
@@ -344,15 +347,16 @@ fn listeners(snap: &Snapshot) -> Vec<(IpAddr, u16)> {
         .filter(|s| s.proto == Proto::Tcp && s.state == State::Listen)
         .filter_map(|s| inet(&s.local))
         .collect();
-    v.sort();
+    v.sort_by_key(|&(a, p)| (p, a));
     v.dedup();
     v
 }
 
 /// The listener a socket was accepted from: same port, and the same address or a wildcard
-/// listener. An exact address wins over a wildcard.
+/// listener. An exact address wins over a wildcard. `listeners` as [`listeners`] sorts them.
 fn listener_of(listeners: &[(IpAddr, u16)], local: (IpAddr, u16)) -> Option<(IpAddr, u16)> {
-    let same_port = listeners.iter().filter(|(_, p)| *p == local.1);
+    let from = listeners.partition_point(|&(_, p)| p < local.1);
+    let same_port = listeners[from..].iter().take_while(|(_, p)| *p == local.1);
     let mut wildcard = None;
     for &(a, p) in same_port {
         if a == local.0 {
@@ -412,7 +416,7 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
     #[derive(Default)]
     struct Acc {
         count: u32,
-        states: BTreeMap<String, u32>,
+        states: BTreeMap<std::borrow::Cow<'static, str>, u32>,
         time_wait: u32,
         left: Option<TimeLeft>,
         new_tw: u32,
@@ -460,7 +464,7 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
         }
         let d = dests.entry((local.0, rem.0, rem.1)).or_default();
         d.count += 1;
-        *d.states.entry(s.state.name().into_owned()).or_default() += 1;
+        *d.states.entry(s.state.name()).or_default() += 1;
         if is_tw {
             d.time_wait += 1;
             if let Some(ms) = time_wait_left(s) {
@@ -491,7 +495,11 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
                 remote_address: ra,
                 remote_port: rp,
                 count: a.count,
-                states: a.states,
+                states: a
+                    .states
+                    .into_iter()
+                    .map(|(k, n)| (k.into_owned(), n))
+                    .collect(),
                 usage,
                 time_wait: a.time_wait,
                 time_wait_left: a.left,
