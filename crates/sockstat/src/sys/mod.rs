@@ -31,10 +31,14 @@ use crate::query::{Query, Source};
 /// calling thread meanwhile (doc/baseline-study.md#the-floor: 2 scan threads + concurrent dump is
 /// the floor on 2 cores).
 pub(crate) fn scan_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .clamp(2, 4)
+    cores().unwrap_or(2).clamp(2, 4)
+}
+
+/// The cores this process may use, asked once: `available_parallelism` reads the cgroup's CPU
+/// quota (a dozen system calls), and a listing asks for its thread counts several times.
+fn cores() -> Option<usize> {
+    static CORES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().ok().map(|n| n.get()))
 }
 
 /// Threads for the BPF iterator's walk of the fd tables ([`owners::scan_any`]): every core (up
@@ -42,8 +46,10 @@ pub(crate) fn scan_threads() -> usize {
 /// not take turns on the same cores. One thread walks every task in one iterator; more walk
 /// one process per iterator (doc/BENCHMARKS.md, "Where a listing's time goes").
 pub(crate) fn walk_threads(beside_dump: bool) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.saturating_sub(usize::from(beside_dump)).clamp(1, 4)
+    cores()
+        .unwrap_or(1)
+        .saturating_sub(usize::from(beside_dump))
+        .clamp(1, 4)
 }
 
 /// How a listing finds the holders of its sockets.
