@@ -60,7 +60,7 @@ impl Display for Scaled {
             buf: [0; 48],
             len: 0,
         };
-        let text = match write!(d, "{v:.decimals$}") {
+        let text = match fixed(&mut d, v, decimals) {
             Ok(()) => {
                 let mut s = std::str::from_utf8(&d.buf[..d.len]).map_err(|_| fmt::Error)?;
                 if s.contains('.') {
@@ -80,6 +80,38 @@ impl Display for Scaled {
         }
         Ok(())
     }
+}
+
+/// Writes `v` with `decimals` digits after the point, exactly as `{v:.decimals$}` does (the
+/// binary value rounded correctly, ties to even), without the bignum arithmetic the standard
+/// library falls back to for most such values (a third of `-T`'s rendering time at 60k rows).
+/// The fast path rounds `v * 10^decimals`; that product is within an ulp of the exact one, so
+/// its rounding can differ only next to a tie (a fraction within 1e-6 of one half, which no
+/// value this file scales comes near but on an exact tie), and those, huge and negative values
+/// go the standard library's way.
+fn fixed(out: &mut impl fmt::Write, v: f64, decimals: usize) -> fmt::Result {
+    const POW10: [f64; 3] = [1.0, 10.0, 100.0];
+    let (Some(&p), true) = (POW10.get(decimals), v.is_sign_positive()) else {
+        return write!(out, "{v:.decimals$}");
+    };
+    let scaled = v * p;
+    let frac = scaled - scaled.trunc();
+    if scaled.is_nan() || scaled >= 4e15 || (frac - 0.5).abs() < 1e-6 {
+        return write!(out, "{v:.decimals$}");
+    }
+    let r = scaled.round() as u64;
+    let p = p as u64;
+    write!(out, "{}", r / p)?;
+    if decimals > 0 {
+        write!(out, ".{:0width$}", r % p, width = decimals)?;
+    }
+    Ok(())
+}
+
+/// Writes a share (0..=1) as a whole percentage: `37%`.
+pub fn percent_cell(out: &mut impl fmt::Write, share: f64) -> fmt::Result {
+    fixed(out, share * 100.0, 0)?;
+    out.write_char('%')
 }
 
 /// `v` in the largest of `units` (each `step` times the one before) in which it is at least 1
@@ -390,6 +422,61 @@ mod tests {
 
     fn s(d: impl Display) -> String {
         d.to_string()
+    }
+
+    /// The fast fixed-point path writes what the standard library writes, over the values the
+    /// cells scale (integers divided by powers of 1000 and 1024, shares), exact ties, and values
+    /// it leaves to the standard library (negative, huge, not finite).
+    #[test]
+    fn fixed_writes_what_the_standard_library_writes() {
+        let check = |v: f64| {
+            for decimals in 0..4 {
+                let mut fast = String::new();
+                fixed(&mut fast, v, decimals).unwrap();
+                assert_eq!(
+                    fast,
+                    format!("{v:.decimals$}"),
+                    "{v:e} to {decimals} decimals"
+                );
+            }
+        };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = x >> (x % 60);
+            for step in [1.0, 1000.0, 1024.0, 1e6, 1048576.0, 1e9] {
+                check(n as f64 / step);
+            }
+            check((x % 10_001) as f64 / 10_000.0 * 100.0);
+        }
+        for v in [
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.125,
+            0.375,
+            1.005,
+            1.015,
+            9.995,
+            99.95,
+            999.5,
+            1023.5,
+            -1.25,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            5e-324,
+        ] {
+            check(v);
+        }
+        let mut p = String::new();
+        percent_cell(&mut p, 0.375).unwrap();
+        assert_eq!(p, format!("{:.0}%", 37.5));
     }
 
     #[test]

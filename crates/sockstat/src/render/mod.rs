@@ -76,11 +76,24 @@ pub fn rows(snap: &Snapshot) -> impl Iterator<Item = (&Socket, Option<&Owner>)> 
 pub(crate) fn indexed_rows(
     snap: &Snapshot,
 ) -> impl Iterator<Item = (usize, &Socket, Option<&Owner>)> {
-    snap.sockets.iter().enumerate().flat_map(|(i, s)| {
-        let n = s.owners.len();
-        let unknown = usize::from(n == 0 || s.owners_status == OwnersStatus::Partial);
-        (0..n + unknown).map(move |k| (i, s, s.owners.get(k)))
-    })
+    indexed_rows_in(snap, 0..snap.sockets.len())
+}
+
+/// [`indexed_rows`] of the sockets at `range` of `snap.sockets`.
+pub(crate) fn indexed_rows_in(
+    snap: &Snapshot,
+    range: std::ops::Range<usize>,
+) -> impl Iterator<Item = (usize, &Socket, Option<&Owner>)> {
+    let first = range.start;
+    snap.sockets[range]
+        .iter()
+        .enumerate()
+        .flat_map(move |(i, s)| {
+            let i = first + i;
+            let n = s.owners.len();
+            let unknown = usize::from(n == 0 || s.owners_status == OwnersStatus::Partial);
+            (0..n + unknown).map(move |k| (i, s, s.owners.get(k)))
+        })
 }
 
 /// Who holds each unix socket (first holder), for showing a peer as `[pid fd]`: the listed

@@ -9,7 +9,8 @@ use std::io::{self, Write};
 use unicode_width::UnicodeWidthStr;
 
 use super::{
-    fmt, fmt::write_endpoint, indexed_rows, row_uid, sanitize, unix_holders, user_label, Options,
+    fmt, fmt::write_endpoint, indexed_rows, indexed_rows_in, row_uid, sanitize, unix_holders,
+    user_label, Options,
 };
 use crate::model::{Owner, Snapshot, Socket, State};
 
@@ -277,12 +278,12 @@ fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
         }
         Col::RwndLimited => {
             if let Some(v) = t.rwnd_limited_share() {
-                let _ = write!(cell, "{:.0}%", v * 100.0);
+                let _ = fmt::percent_cell(cell, v);
             }
         }
         Col::SndbufLimited => {
             if let Some(v) = t.sndbuf_limited_share() {
-                let _ = write!(cell, "{:.0}%", v * 100.0);
+                let _ = fmt::percent_cell(cell, v);
             }
         }
         Col::Cc => {
@@ -337,7 +338,7 @@ pub struct Lead<'a> {
     /// The header.
     pub title: &'a str,
     /// The cell for the socket at this index of `Snapshot::sockets`.
-    pub cell: &'a dyn Fn(usize) -> &'a str,
+    pub cell: &'a (dyn Fn(usize) -> &'a str + Sync),
 }
 
 /// Tables of at most this many rows keep the cells formatted to size the columns until they
@@ -355,23 +356,82 @@ pub fn write_with_lead(
     lead: Option<&Lead<'_>>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    write_rows(snap, opts, lead, (KEEP_ROWS, KEEP_BYTES), out)
+    let parts = crate::sys::cores().unwrap_or(1).clamp(1, MAX_PARTS);
+    write_rows(snap, opts, lead, (KEEP_ROWS, KEEP_BYTES), parts, out)
+}
+
+/// Tables of at least this many rows are formatted on several threads (one part of the rows
+/// each, up to [`MAX_PARTS`]): formatting is most of a table's cost (at 60k rows, 22 of 27 ms
+/// with `-T`), and the parts need nothing from each other but their column widths.
+const PARALLEL_ROWS: usize = 8192;
+/// At most this many parts.
+const MAX_PARTS: usize = 4;
+
+/// The first pass over one part of the rows (sockets `range`): each column's widest cell, and
+/// the cells formatted, kept for the second pass while they fit in `keep_bytes` (`ends`: where
+/// each cell ends in `arena`, row after row; the rows past them are formatted again).
+struct Part {
+    range: std::ops::Range<usize>,
+    widths: Vec<usize>,
+    arena: String,
+    ends: Vec<u32>,
+}
+
+impl Part {
+    fn measure(
+        mut f: Filler<'_, '_>,
+        cols: &[Col],
+        range: std::ops::Range<usize>,
+        keep_bytes: Option<usize>,
+    ) -> Part {
+        let mut part = Part {
+            range,
+            widths: vec![0; cols.len()],
+            arena: String::new(),
+            ends: Vec::new(),
+        };
+        let mut keep = keep_bytes.is_some();
+        let keep_bytes = keep_bytes.unwrap_or(0);
+        for (i, s, o) in indexed_rows_in(f.snap, part.range.clone()) {
+            // Checked per row: the kept cells are always whole rows.
+            keep = keep && part.arena.len() + 4 * part.ends.len() < keep_bytes;
+            for (ci, col) in cols.iter().enumerate() {
+                let (text, cut) = f.fill(*col, i, s, o);
+                let w = width(text) + usize::from(cut);
+                if w > part.widths[ci] {
+                    part.widths[ci] = w;
+                }
+                if keep {
+                    part.arena.push_str(text);
+                    if cut {
+                        part.arena.push('…');
+                    }
+                    part.ends
+                        .push(u32::try_from(part.arena.len()).unwrap_or(u32::MAX));
+                }
+            }
+        }
+        part
+    }
 }
 
 /// [`write_with_lead`], keeping the formatted cells between the passes for tables of at most
-/// `keep.0` rows, and at most `keep.1` bytes of them.
+/// `keep.0` rows, and at most `keep.1` bytes of them, formatting a table of at least
+/// [`PARALLEL_ROWS`] rows in `parts` parts at once.
 fn write_rows(
     snap: &Snapshot,
     opts: &Options,
     lead: Option<&Lead<'_>>,
     (keep_rows, keep_bytes): (usize, usize),
+    parts: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let cols = columns(opts, lead.is_some());
-    let mut f = Filler {
+    let holders = unix_holders(snap);
+    let filler = || Filler {
         snap,
         opts,
-        holders: unix_holders(snap),
+        holders: &holders,
         users: std::collections::HashMap::new(),
         cell: String::new(),
         lead,
@@ -380,30 +440,40 @@ fn write_rows(
         (Col::Lead, Some(l)) => l.title,
         _ => c.title(),
     };
+    // In a table of up to `keep_rows` rows each cell is formatted once, into one buffer per part
+    // that the second pass prints, until the part's buffer reaches its share of `keep_bytes`;
+    // other rows are formatted again in the second pass, so that no table costs more than a
+    // bounded amount of memory beyond its sockets (doc/BENCHMARKS.md, "Big tables").
+    let rows = indexed_rows(snap).count();
+    let keep = rows <= keep_rows;
+    let n = if rows >= PARALLEL_ROWS {
+        parts.max(1)
+    } else {
+        1
+    };
+    let len = snap.sockets.len();
+    let ranges = (0..n).map(|k| k * len / n..(k + 1) * len / n);
+    let keep_bytes = keep.then_some(keep_bytes / n);
+    let parts: Vec<Part> = if n == 1 {
+        vec![Part::measure(filler(), &cols, 0..len, keep_bytes)]
+    } else {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = ranges
+                .map(|r| {
+                    let (f, cols) = (filler(), &cols);
+                    sc.spawn(move || Part::measure(f, cols, r, keep_bytes))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    };
     let mut widths: Vec<usize> = cols.iter().map(|c| width(title(*c))).collect();
-    // In a table of up to `keep_rows` rows each cell is formatted once, into one buffer (`ends`:
-    // where each cell ends, row after row) that the second pass prints, until the buffer reaches
-    // `keep_bytes`; other rows are formatted again in the second pass, so that no table costs
-    // more than a bounded amount of memory beyond its sockets (doc/BENCHMARKS.md, "Big tables").
-    let mut keep = indexed_rows(snap).count() <= keep_rows;
-    let mut arena = String::new();
-    let mut ends: Vec<u32> = Vec::new();
-    for (i, s, o) in indexed_rows(snap) {
-        // Checked per row: the kept cells are always whole rows.
-        keep = keep && arena.len() + 4 * ends.len() < keep_bytes;
-        for (ci, col) in cols.iter().enumerate() {
-            let (text, cut) = f.fill(*col, i, s, o);
-            let w = width(text) + usize::from(cut);
-            if w > widths[ci] {
-                widths[ci] = w;
-            }
-            if keep {
-                arena.push_str(text);
-                if cut {
-                    arena.push('…');
-                }
-                ends.push(u32::try_from(arena.len()).unwrap_or(u32::MAX));
-            }
+    for p in &parts {
+        for (w, pw) in widths.iter_mut().zip(&p.widths) {
+            *w = (*w).max(*pw);
         }
     }
 
@@ -423,46 +493,49 @@ fn write_rows(
         line.push('\n');
         out.write_all(line.as_bytes())?;
     }
-    let mut start = 0;
-    let mut kept = ends.iter();
+    let mut f = filler();
     let mut text = String::new();
-    for (i, s, o) in indexed_rows(snap) {
-        line.clear();
-        for (ci, col) in cols.iter().enumerate() {
-            text.clear();
-            match kept.next() {
-                Some(&end) => {
-                    text.push_str(&arena[start..end as usize]);
-                    start = end as usize;
-                }
-                None => {
-                    let (t, cut) = f.fill(*col, i, s, o);
-                    text.push_str(t);
-                    if cut {
-                        text.push('…');
+    for part in parts {
+        let mut start = 0;
+        let mut kept = part.ends.iter();
+        for (i, s, o) in indexed_rows_in(snap, part.range.clone()) {
+            line.clear();
+            for (ci, col) in cols.iter().enumerate() {
+                text.clear();
+                match kept.next() {
+                    Some(&end) => {
+                        text.push_str(&part.arena[start..end as usize]);
+                        start = end as usize;
+                    }
+                    None => {
+                        let (t, cut) = f.fill(*col, i, s, o);
+                        text.push_str(t);
+                        if cut {
+                            text.push('…');
+                        }
                     }
                 }
+                let color = if !opts.color {
+                    ""
+                } else if *col == Col::State {
+                    state_color(s.state)
+                } else if o.is_none() && matches!(col, Col::Command | Col::Pid | Col::Fd) {
+                    "\x1b[2m"
+                } else {
+                    ""
+                };
+                pad(
+                    &mut line,
+                    &text,
+                    widths[ci],
+                    col.right_aligned(),
+                    ci == last,
+                    color,
+                );
             }
-            let color = if !opts.color {
-                ""
-            } else if *col == Col::State {
-                state_color(s.state)
-            } else if o.is_none() && matches!(col, Col::Command | Col::Pid | Col::Fd) {
-                "\x1b[2m"
-            } else {
-                ""
-            };
-            pad(
-                &mut line,
-                &text,
-                widths[ci],
-                col.right_aligned(),
-                ci == last,
-                color,
-            );
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
         }
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
     }
     Ok(())
 }
@@ -471,7 +544,7 @@ fn write_rows(
 struct Filler<'a, 'l> {
     snap: &'a Snapshot,
     opts: &'a Options,
-    holders: fmt::UnixHolders,
+    holders: &'a fmt::UnixHolders,
     users: std::collections::HashMap<u32, String>,
     cell: String,
     lead: Option<&'a Lead<'l>>,
@@ -490,7 +563,7 @@ impl Filler<'_, '_> {
         // holder is unknown (`?`).
         let kernel_only = o.is_none() && s.id.is_none();
         let cell = &mut self.cell;
-        let holders = &self.holders;
+        let holders = self.holders;
         let users = &mut self.users;
         cell.clear();
         match col {
@@ -677,7 +750,7 @@ mod tests {
             };
             let render = |keep| {
                 let mut out = Vec::new();
-                write_rows(&snap, &opts, None, keep, &mut out).unwrap();
+                write_rows(&snap, &opts, None, keep, 1, &mut out).unwrap();
                 String::from_utf8(out).unwrap()
             };
             let kept = render((usize::MAX, usize::MAX));
@@ -690,6 +763,62 @@ mod tests {
                 (usize::MAX, 150),
             ] {
                 assert_eq!(kept, render(keep), "keep {keep:?}");
+            }
+        }
+
+        // A table big enough to be formatted in parts prints what one part prints, kept whole,
+        // in part, or not at all, its widest cells in the last part.
+        let n = PARALLEL_ROWS * 2 + 7;
+        snap.sockets = (0..n)
+            .map(|k| {
+                let port = (k % 60_000) as u16 + 1;
+                let owners = match k % 3 {
+                    _ if k == n - 1 => vec![Owner {
+                        pid: 10,
+                        fd: 123_456,
+                    }],
+                    0 => vec![],
+                    1 => vec![Owner {
+                        pid: 7,
+                        fd: k as u32,
+                    }],
+                    _ => vec![Owner { pid: 8, fd: 1 }, Owner { pid: 9, fd: 2 }],
+                };
+                sock(port, owners)
+            })
+            .collect();
+        for (pid, name, uid) in [(9, "x", 70_000), (10, "a-wide-command-in-the-last-part", 0)] {
+            snap.processes.insert(
+                pid,
+                Process {
+                    pid,
+                    command: Some(RawString::new(name.as_bytes())),
+                    uid: Some(uid),
+                    args: None,
+                },
+            );
+        }
+        let opts = Options {
+            header: true,
+            state: true,
+            owners: true,
+            wide: true,
+            ..Options::default()
+        };
+        let render = |keep, parts| {
+            let mut out = Vec::new();
+            write_rows(&snap, &opts, None, keep, parts, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let one = render((usize::MAX, usize::MAX), 1);
+        assert_eq!(one.lines().count(), 1 + n + n / 3, "header and rows");
+        for keep in [
+            (usize::MAX, usize::MAX),
+            (0, usize::MAX),
+            (usize::MAX, 200_000),
+        ] {
+            for parts in [2, 3, 4] {
+                assert!(render(keep, parts) == one, "keep {keep:?}, {parts} parts");
             }
         }
     }

@@ -36,7 +36,7 @@ pub(crate) fn scan_threads() -> usize {
 
 /// The cores this process may use, asked once: `available_parallelism` reads the cgroup's CPU
 /// quota (a dozen system calls), and a listing asks for its thread counts several times.
-fn cores() -> Option<usize> {
+pub(crate) fn cores() -> Option<usize> {
     static CORES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().ok().map(|n| n.get()))
 }
@@ -58,10 +58,10 @@ enum OwnerPlan {
     /// No owner scan (`--no-owners`, `--summary`).
     Off,
     /// Every socket's holders, scanned while the sockets are dumped (the full listing, or
-    /// filters that select most sockets: `-4`, `-6`, `-u`, `-L`).
+    /// filters that select most sockets: `-4`, `-6`, `-u`, `-L`, `-c`).
     All,
     /// The sockets first (their filters applied in the kernel), then the holders of just those
-    /// sockets and of their unix peers: `-l`, `-c`, `--state`, `-p`, `--src`, `--dst`, `-P`,
+    /// sockets and of their unix peers: `-l`, `--state`, `-p`, `--src`, `--dst`, `-P`,
     /// `--connected-to`.
     Shown,
     /// `--pid`, `--command`: only the fd tables of the processes those select, then the holders
@@ -75,7 +75,7 @@ impl OwnerPlan {
             OwnerPlan::Off
         } else if q.pids.is_some() || q.command.is_some() {
             OwnerPlan::Candidates
-        } else if q.listening != q.connected
+        } else if (q.listening && !q.connected)
             || q.states.is_some()
             || q.ports.is_some()
             || q.src.is_some()
