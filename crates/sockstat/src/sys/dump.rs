@@ -205,84 +205,95 @@ fn filter_program(q: &Query) -> Option<Vec<u8>> {
 
 /// Gathers every socket the query selects. Fails only when netlink was forced
 /// (`Source::Netlink`) and a dump failed; otherwise failures fall back to /proc with a warning.
+///
+/// Each protocol and family is its own dump, on its own netlink socket, so on a machine with
+/// cores to spare the dumps run on several threads at once (the kernel's part, walking its
+/// tables and writing the records, is most of a dump's cost) and are joined in their fixed
+/// order: the result is the same as one after the other. A recording or a replay keeps one
+/// transport and one thread.
 pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     let mut g = Gathered::default();
-    let mut seen: FxHashSet<u64> = FxHashSet::default();
-    let mut transport: Box<dyn Transport> = match &q.source {
-        Source::Replay(dir) => Box::new(netlink::Replay::new(dir)),
-        _ => match &q.record_netlink {
-            Some(dir) => match netlink::Recorder::new(netlink::Kernel::default(), dir) {
-                Ok(r) => Box::new(r),
-                Err(e) => {
-                    g.warnings.push(Warning {
-                        code: WarningCode::RecordFailed,
-                        count: None,
-                        message: format!("cannot record netlink replies in {}: {e}", dir.display()),
-                        details: vec![],
-                    });
-                    Box::new(netlink::Kernel::default())
-                }
-            },
-            None => Box::new(netlink::Kernel::default()),
-        },
-    };
     let program = filter_program(q);
-    let replay = matches!(q.source, Source::Replay(_));
-    for t in targets(q) {
-        if replay && proc_only(t) && q.proc_root == Path::new("/proc") {
-            // Never mix a recording with this host's live /proc/net.
-            continue;
+    let targets = targets(q);
+    let threads = if matches!(q.source, Source::Replay(_)) || q.record_netlink.is_some() {
+        1
+    } else {
+        super::cores()
+            .unwrap_or(1)
+            .min(MAX_DUMP_THREADS)
+            .min(targets.len())
+    };
+    if threads > 1 {
+        // Taken in order by whichever thread is free: the big tables (TCP) come first.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            let mut transport = netlink::Kernel::default();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&t) = targets.get(i) else {
+                    return done;
+                };
+                let mut part = Gathered::default();
+                let r = gather_target(
+                    q,
+                    t,
+                    ext,
+                    program.as_deref(),
+                    net_dir,
+                    &mut transport,
+                    &mut part,
+                );
+                done.push((i, r.map(|()| part)));
+            }
+        };
+        let mut parts: Vec<(usize, Result<Gathered, Error>)> = std::thread::scope(|sc| {
+            let helpers: Vec<_> = (1..threads).map(|_| sc.spawn(work)).collect();
+            let mut all = work();
+            for h in helpers {
+                all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            all
+        });
+        parts.sort_by_key(|(i, _)| *i);
+        for (_, part) in parts {
+            let part = part?;
+            g.sockets.extend(part.sockets);
+            g.warnings.extend(part.warnings);
         }
-        let from_proc = q.source == Source::Proc || proc_only(t);
-        if !from_proc {
-            match dump_target(
-                &mut *transport,
+    } else {
+        let mut transport: Box<dyn Transport> = match &q.source {
+            Source::Replay(dir) => Box::new(netlink::Replay::new(dir)),
+            _ => match &q.record_netlink {
+                Some(dir) => match netlink::Recorder::new(netlink::Kernel::default(), dir) {
+                    Ok(r) => Box::new(r),
+                    Err(e) => {
+                        g.warnings.push(Warning {
+                            code: WarningCode::RecordFailed,
+                            count: None,
+                            message: format!(
+                                "cannot record netlink replies in {}: {e}",
+                                dir.display()
+                            ),
+                            details: vec![],
+                        });
+                        Box::new(netlink::Kernel::default())
+                    }
+                },
+                None => Box::new(netlink::Kernel::default()),
+            },
+        };
+        for t in targets {
+            gather_target(
                 q,
                 t,
                 ext,
                 program.as_deref(),
-                t.seq(),
+                net_dir,
+                &mut *transport,
                 &mut g,
-                &mut seen,
-            ) {
-                Ok(()) => continue,
-                Err(e) if replay && q.proc_root == Path::new("/proc") => {
-                    // Never mix a recording with this host's live /proc/net.
-                    if !fallback_expected(t, &e) {
-                        g.warnings.push(Warning {
-                            code: WarningCode::DumpNotRecorded,
-                            count: None,
-                            message: format!(
-                                "the recording has no usable {} dump ({e}); those sockets are not listed",
-                                t.key()
-                            ),
-                            details: vec![],
-                        });
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    if q.source == Source::Netlink && !fallback_expected(t, &e) {
-                        return Err(Error::Dump {
-                            what: t.key(),
-                            source: e,
-                        });
-                    }
-                    if !fallback_expected(t, &e) {
-                        g.warnings.push(Warning {
-                            code: WarningCode::DumpFailed,
-                            count: None,
-                            message: format!(
-                                "sock_diag dump of {} failed ({e}); read /proc/net instead (no cookies or TCP internals for these)",
-                                t.key()
-                            ),
-                            details: vec![],
-                        });
-                    }
-                }
-            }
+            )?;
         }
-        from_proc_net(q, t, net_dir, &mut g);
     }
     // The kernel applied the state mask and the filter program where it could; the rest (-L,
     // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
@@ -297,6 +308,73 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     fill_unix_peer_names(&mut g.sockets);
     g.sockets.retain(|s| q.matches_socket(s));
     Ok(g)
+}
+
+/// At most this many dumps at once: past the number of large tables (TCP over two families,
+/// unix), more threads only wait.
+const MAX_DUMP_THREADS: usize = 3;
+
+/// One target's sockets, appended to `g`: its dump, or `/proc/net` when the dump fails (with a
+/// warning) or the kernel has no dump for it.
+fn gather_target(
+    q: &Query,
+    t: Target,
+    ext: u8,
+    program: Option<&[u8]>,
+    net_dir: &Path,
+    transport: &mut dyn Transport,
+    g: &mut Gathered,
+) -> Result<(), Error> {
+    let replay = matches!(q.source, Source::Replay(_));
+    if replay && proc_only(t) && q.proc_root == Path::new("/proc") {
+        // Never mix a recording with this host's live /proc/net.
+        return Ok(());
+    }
+    let from_proc = q.source == Source::Proc || proc_only(t);
+    if !from_proc {
+        // Cookies seen in this dump: a socket that moved in the kernel's table while it was
+        // walked can be met twice.
+        let mut seen: FxHashSet<u64> = FxHashSet::default();
+        match dump_target(transport, q, t, ext, program, t.seq(), g, &mut seen) {
+            Ok(()) => return Ok(()),
+            Err(e) if replay && q.proc_root == Path::new("/proc") => {
+                // Never mix a recording with this host's live /proc/net.
+                if !fallback_expected(t, &e) {
+                    g.warnings.push(Warning {
+                        code: WarningCode::DumpNotRecorded,
+                        count: None,
+                        message: format!(
+                            "the recording has no usable {} dump ({e}); those sockets are not listed",
+                            t.key()
+                        ),
+                        details: vec![],
+                    });
+                }
+                return Ok(());
+            }
+            Err(e) => {
+                if q.source == Source::Netlink && !fallback_expected(t, &e) {
+                    return Err(Error::Dump {
+                        what: t.key(),
+                        source: e,
+                    });
+                }
+                if !fallback_expected(t, &e) {
+                    g.warnings.push(Warning {
+                        code: WarningCode::DumpFailed,
+                        count: None,
+                        message: format!(
+                            "sock_diag dump of {} failed ({e}); read /proc/net instead (no cookies or TCP internals for these)",
+                            t.key()
+                        ),
+                        details: vec![],
+                    });
+                }
+            }
+        }
+    }
+    from_proc_net(q, t, net_dir, g);
+    Ok(())
 }
 
 /// A missing handler (ENOENT) for raw sockets is normal on kernels without CONFIG_INET_RAW_DIAG;

@@ -604,6 +604,8 @@ impl SortKey {
             2 => v6_image(self.local, lport, 62),
             5 if self.local < (1u128 << 56) => (((self.local as u64) << 8) | rtag, true),
             5 => (u64::MAX, false),
+            // No local end, or an unnamed unix socket: nothing to order but the remote end.
+            0 => (rtag, true),
             _ => (0, false),
         };
         if !whole {
@@ -616,6 +618,20 @@ impl SortKey {
             _ => 0,
         };
         (self.head, local, (rtag << 56) | remote_value)
+    }
+}
+
+/// A non-decreasing image of a remote end in the order `Option<Endpoint>` sorts: the kind
+/// (none, inet, unix name, unix peer, packet), then a unix peer's inode; what it leaves equal
+/// the whole key settles.
+fn remote_image(e: Option<&Endpoint>) -> u64 {
+    const KIND: u32 = 60;
+    match e {
+        None => 0,
+        Some(Endpoint::Inet { .. }) => 1 << KIND,
+        Some(Endpoint::Unix(_)) => 2 << KIND,
+        Some(Endpoint::UnixPeer { peer, .. }) => (3 << KIND) | (*peer).min((1 << KIND) - 1),
+        Some(Endpoint::Packet { .. }) => 4 << KIND,
     }
 }
 
@@ -684,16 +700,38 @@ pub fn sort_sockets(
     // whole 64-byte key: at a million sockets that is 32 MB less. Ties on the prefix, which
     // only large IPv6 addresses sharing their leading bits and named endpoints produce, are
     // settled with the whole key.
+    //
+    // A named local end (a bound unix or packet socket) has no integer image of its own, and
+    // many sockets share one (every connection a unix server accepted carries its path): its
+    // place among the distinct named ends stands in for it, and the remote end's kind and unix
+    // peer inode follow, so that the names are compared once per distinct name, not once per
+    // comparison (9 of the sort's 12 ms at 60k sockets, half of them unix).
+    let mut named: rustc_hash::FxHashMap<&Endpoint, u64> = sockets
+        .iter()
+        .filter(|s| {
+            endpoint_key(Some(&s.local)).is_none() || endpoint_key(s.remote.as_ref()).is_none()
+        })
+        .map(|s| (&s.local, 0))
+        .collect();
+    let mut distinct: Vec<&Endpoint> = named.keys().copied().collect();
+    distinct.sort_unstable();
+    for (r, e) in distinct.into_iter().enumerate() {
+        named.insert(e, r as u64);
+    }
     let mut items: Vec<(u64, u64, u64, u32)> = sockets
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let zone = s.netns.and_then(|k| rank.get(&k).copied()).unwrap_or(0);
-            let (k0, k1, k2) = sort_key(s, zone).prefix();
+            let (k0, mut k1, mut k2) = sort_key(s, zone).prefix();
+            if k0 & 0xff == 0xff {
+                k1 = named.get(&s.local).copied().unwrap_or(u64::MAX);
+                k2 = remote_image(s.remote.as_ref());
+            }
             (k0, k1, k2, i as u32)
         })
         .collect();
-    items.sort_unstable_by(|&(a0, a1, a2, i), &(b0, b1, b2, j)| {
+    par_sort_by(&mut items, |&(a0, a1, a2, i), &(b0, b1, b2, j)| {
         (a0, a1, a2).cmp(&(b0, b1, b2)).then_with(|| {
             let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
             let identity =
@@ -725,6 +763,61 @@ pub fn sort_sockets(
     }
 }
 
+/// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), a large slice in
+/// parts on every core (up to 4) merged after: the listing's sort is 11 ms of one core at 60k
+/// sockets.
+fn par_sort_by<T, F>(items: &mut Vec<T>, cmp: F)
+where
+    T: Send + Copy,
+    F: Fn(&T, &T) -> std::cmp::Ordering + Sync,
+{
+    let parts = if items.len() >= 8192 {
+        cores().unwrap_or(1).clamp(1, 4)
+    } else {
+        1
+    };
+    if parts == 1 {
+        items.sort_unstable_by(&cmp);
+        return;
+    }
+    let chunk = items.len().div_ceil(parts);
+    std::thread::scope(|sc| {
+        for c in items.chunks_mut(chunk) {
+            let cmp = &cmp;
+            sc.spawn(move || c.sort_unstable_by(cmp));
+        }
+    });
+    // Merge the sorted runs pairwise until one is left.
+    let mut runs: Vec<Vec<T>> = items.chunks(chunk).map(<[T]>::to_vec).collect();
+    while runs.len() > 1 {
+        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
+        let mut it = runs.into_iter();
+        while let Some(a) = it.next() {
+            match it.next() {
+                None => next.push(a),
+                Some(b) => {
+                    let mut m = Vec::with_capacity(a.len() + b.len());
+                    let (mut i, mut j) = (0, 0);
+                    while i < a.len() && j < b.len() {
+                        if cmp(&b[j], &a[i]) == std::cmp::Ordering::Less {
+                            m.push(b[j]);
+                            j += 1;
+                        } else {
+                            m.push(a[i]);
+                            i += 1;
+                        }
+                    }
+                    m.extend_from_slice(&a[i..]);
+                    m.extend_from_slice(&b[j..]);
+                    next.push(m);
+                }
+            }
+        }
+        runs = next;
+    }
+    *items = runs.pop().unwrap_or_default();
+}
+
 /// `AT_PAGESZ`: the page size, in the auxiliary vector.
 pub(crate) const AT_PAGESZ: u64 = 6;
 /// `AT_CLKTCK`: clock ticks per second (`USER_HZ`) as `/proc` reports times in.
@@ -747,6 +840,29 @@ pub(crate) fn auxv(key: u64) -> Option<u64> {
 mod sort_tests {
     use super::*;
     use crate::model::{Family, Proto, RawString, SockType, State, UnixName};
+
+    /// Sorting in parts and merging gives what one sort gives, for sizes below, at and past the
+    /// parallel threshold, with runs of equal keys (told apart by a second field the comparison
+    /// ignores only where it must not matter).
+    #[test]
+    fn sorting_in_parts_matches_one_sort() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for n in [0, 1, 100, 8191, 8192, 20_001] {
+            let items: Vec<(u64, u32)> = (0..n as u32)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % 5000, i)
+                })
+                .collect();
+            let mut parts = items.clone();
+            par_sort_by(&mut parts, |a, b| a.cmp(b));
+            let mut one = items;
+            one.sort_unstable();
+            assert!(parts == one, "{n} items");
+        }
+    }
 
     fn sock(
         proto: Proto,
@@ -785,8 +901,19 @@ mod sort_tests {
                 .cmp(&(b.proto, b.family, &b.local, &b.remote, b.id))
         });
         sort_sockets(&mut v, &std::collections::BTreeMap::new());
-        let ids = |s: &[Socket]| s.iter().map(|x| x.id).collect::<Vec<_>>();
-        assert_eq!(ids(&v), ids(&plain));
+        if let Some(k) = (0..v.len()).find(|&k| v[k].id != plain[k].id) {
+            panic!(
+                "at {k}: sorted {:?} {:?} {:?} {:?}, expected {:?} {:?} {:?} {:?}",
+                v[k].proto,
+                v[k].family,
+                v[k].local,
+                v[k].remote,
+                plain[k].proto,
+                plain[k].family,
+                plain[k].local,
+                plain[k].remote
+            );
+        }
     }
 
     /// The integer keys must order exactly as comparing the fields themselves does.
@@ -875,7 +1002,8 @@ mod sort_tests {
         ];
         let ports = [0u16, 1, 80, 443, 8080, 65535];
         let mut v = Vec::new();
-        for id in 1..=3000u64 {
+        // Past the size sorted in parts, so the merge is checked too.
+        for id in 1..=12_000u64 {
             let r = next();
             let s = match r % 4 {
                 0 | 1 => {
@@ -905,19 +1033,40 @@ mod sort_tests {
                         2 => u64::MAX - x % 3,
                         _ => 1000 + x % 7,
                     };
-                    let local = if next() % 3 == 0 {
-                        Endpoint::UnixPeer {
-                            peer: inode(next()),
-                            name: None,
+                    // Names sharing long prefixes, as paths in one directory do.
+                    let names = ["/run/sock/a", "/run/sock/ab", "/run/sock/b", "/run/"];
+                    let name = |x: u64| {
+                        let n = RawString::new(names[(x % 4) as usize].as_bytes());
+                        if x % 5 == 0 {
+                            UnixName::Abstract(n)
+                        } else {
+                            UnixName::Path(n)
                         }
-                    } else {
-                        Endpoint::Unix(None)
                     };
-                    let remote = (next() % 2 == 0).then(|| Endpoint::UnixPeer {
-                        peer: inode(next()),
-                        name: None,
-                    });
-                    sock(Proto::Unix, Family::Unix, local, remote, id)
+                    // The ends the dump produces: a unix socket's own name (none, a path,
+                    // an abstract name) and its peer; a packet socket's protocol and
+                    // interface, with no remote end.
+                    if next() % 5 == 0 {
+                        let local = Endpoint::Packet {
+                            protocol: (next() % 3) as u16,
+                            ifindex: (next() % 2) as u32,
+                        };
+                        sock(Proto::Packet, Family::Packet, local, None, id)
+                    } else {
+                        let local = match next() % 3 {
+                            0 => Endpoint::Unix(None),
+                            _ => Endpoint::Unix(Some(name(next()))),
+                        };
+                        // A peer's name is the peer's: the same for every socket it serves.
+                        let remote = (next() % 3 != 0).then(|| {
+                            let peer = inode(next());
+                            Endpoint::UnixPeer {
+                                peer,
+                                name: (peer % 2 == 0).then(|| name(peer / 2)),
+                            }
+                        });
+                        sock(Proto::Unix, Family::Unix, local, remote, id)
+                    }
                 }
             };
             v.push(s);
