@@ -345,9 +345,11 @@ fn issue16(scales: &[Scale], md: &mut String, sum: &mut String) {
              Measured by the same run, right after the timings above, with the phases sockstat \
              reports when `SOCKSTAT_TIMINGS` is set. Process start is the median of `sockstat \
              --version` (exec, dynamic linking, argument parsing) minus the shell wrapper. The \
-             owner scan runs on its own thread while the socket dump runs on the main one, so the \
-             phases overlap: `collected` is the time from the library's start to the snapshot, \
-             `rendered` the table's output after it. `layout` is the BPF program's struct offsets \
+             owner scan runs on its own thread while the socket dumps run on the others (one \
+             netlink socket per protocol and family, taken in turn by up to three threads), so \
+             the phases overlap and share the cores; the sort, the join and the table's \
+             formatting of 8192 rows or more are split over every core: `collected` is the time \
+             from the library's start to the snapshot, `rendered` the table's output after it. `layout` is the BPF program's struct offsets \
              (from the cache after the first run since boot; its first run reads and indexes the \
              kernel's BTF), `BPF load` the verifier, `BPF iterator` the in-kernel walk of every fd.\n"
         );

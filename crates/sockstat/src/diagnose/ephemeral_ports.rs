@@ -49,7 +49,7 @@ pub(super) fn report(input: &Input<'_>) -> PortsReport {
 
 /// Runs R7.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let r = report(input);
+    let r = input.ports();
     let s = &input.ctx.sysctls;
     r.findings
         .iter()

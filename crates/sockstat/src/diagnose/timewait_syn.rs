@@ -17,7 +17,7 @@ use crate::ports::{self, Subject};
 /// Runs R8: the port report's `time-wait-syn-rejects` finding (one analysis for `sockstat
 /// ports`, the exporter and this rule), with its counters as evidence.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let r = super::ephemeral_ports::report(input);
+    let r = input.ports();
     let Some(f) = r
         .findings
         .iter()
@@ -25,7 +25,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
     else {
         return vec![];
     };
-    let rejects = ports::syn_rejects(&r);
+    let rejects = ports::syn_rejects(r);
     let busiest = match f.subject {
         Subject::Server(i) => r.servers.get(i),
         _ => None,
