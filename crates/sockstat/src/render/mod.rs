@@ -124,8 +124,17 @@ pub(crate) fn user_label(snap: &Snapshot, uid: u32) -> String {
 
 /// The uid a row is attributed to: the holder's, or with no holder the socket's own.
 pub(crate) fn row_uid(snap: &Snapshot, s: &Socket, o: Option<&Owner>) -> Option<u32> {
+    row_uid_of(s, o, o.and_then(|o| snap.process(o.pid)))
+}
+
+/// [`row_uid`], given the holder's process (looked up already).
+pub(crate) fn row_uid_of(
+    s: &Socket,
+    o: Option<&Owner>,
+    process: Option<&crate::model::Process>,
+) -> Option<u32> {
     match o {
-        Some(o) => snap.process(o.pid).and_then(|p| p.uid).or(s.uid),
+        Some(_) => process.and_then(|p| p.uid).or(s.uid),
         None => s.uid,
     }
 }

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use unicode_width::UnicodeWidthStr;
 
 use super::{
-    fmt, fmt::write_endpoint, indexed_rows, indexed_rows_in, row_uid, sanitize, unix_holders,
+    fmt, fmt::write_endpoint, indexed_rows, indexed_rows_in, row_uid_of, sanitize, unix_holders,
     user_label, Options,
 };
 use crate::model::{Owner, Snapshot, Socket, State};
@@ -432,7 +432,8 @@ fn write_rows(
         snap,
         opts,
         holders: &holders,
-        users: std::collections::HashMap::new(),
+        users: rustc_hash::FxHashMap::default(),
+        last: None,
         cell: String::new(),
         lead,
     };
@@ -545,7 +546,10 @@ struct Filler<'a, 'l> {
     snap: &'a Snapshot,
     opts: &'a Options,
     holders: &'a fmt::UnixHolders,
-    users: std::collections::HashMap<u32, String>,
+    users: rustc_hash::FxHashMap<u32, String>,
+    /// The process of the last holder looked up: a row's USER, COMMAND and ARGS cells ask for
+    /// the same one.
+    last: Option<(u32, Option<&'a crate::model::Process>)>,
     cell: String,
     lead: Option<&'a Lead<'l>>,
 }
@@ -555,7 +559,16 @@ impl Filler<'_, '_> {
     /// caller adds the ellipsis).
     fn fill(&mut self, col: Col, index: usize, s: &Socket, o: Option<&Owner>) -> (&str, bool) {
         let snap = self.snap;
-        let process = || o.and_then(|o| snap.process(o.pid));
+        let looked_up = match (o, self.last) {
+            (None, _) => None,
+            (Some(o), Some((pid, p))) if pid == o.pid => p,
+            (Some(o), _) => {
+                let p = snap.process(o.pid);
+                self.last = Some((o.pid, p));
+                p
+            }
+        };
+        let process = || looked_up;
         // A socket only the kernel holds (a TIME-WAIT entry, a request socket, a connection
         // waiting in a listener's accept queue, an orphan being closed: no inode, so no fd can
         // point at it) is named by its state, `(time-wait)`, `(accept-queue)`, with `-` for the
@@ -576,7 +589,7 @@ impl Filler<'_, '_> {
                 Some(z) => cell.push_str(&sanitize::for_terminal(z.name.as_bytes())),
                 None => cell.push('?'),
             },
-            Col::User => match row_uid(snap, s, o) {
+            Col::User => match row_uid_of(s, o, looked_up) {
                 Some(uid) => {
                     cell.push_str(users.entry(uid).or_insert_with(|| user_label(snap, uid)))
                 }
@@ -596,16 +609,12 @@ impl Filler<'_, '_> {
                 None => cell.push('?'),
             },
             Col::Pid => match o {
-                Some(o) => {
-                    let _ = write!(cell, "{}", o.pid);
-                }
+                Some(o) => fmt::push_uint(cell, u64::from(o.pid)),
                 None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
             Col::Fd => match o {
-                Some(o) => {
-                    let _ = write!(cell, "{}", o.fd);
-                }
+                Some(o) => fmt::push_uint(cell, u64::from(o.fd)),
                 None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
@@ -619,9 +628,7 @@ impl Filler<'_, '_> {
                 None => cell.push('-'),
             },
             Col::Id => match s.id {
-                Some(id) => {
-                    let _ = write!(cell, "{id}");
-                }
+                Some(id) => fmt::push_uint(cell, id),
                 None => cell.push('-'),
             },
             Col::Rtt
