@@ -207,94 +207,191 @@ fn filter_program(q: &Query) -> Option<Vec<u8>> {
 /// (`Source::Netlink`) and a dump failed; otherwise failures fall back to /proc with a warning.
 ///
 /// Each protocol and family is its own dump, on its own netlink socket, so on a machine with
-/// cores to spare the dumps run on several threads at once (the kernel's part, walking its
-/// tables and writing the records, is most of a dump's cost) and are joined in their fixed
-/// order: the result is the same as one after the other. A recording or a replay keeps one
-/// transport and one thread.
+/// cores to spare the dumps run on several threads at once ([`Dumps`]; the kernel's part,
+/// walking its tables and writing the records, is most of a dump's cost) and are joined in
+/// their fixed order: the result is the same as one after the other. A recording or a replay
+/// keeps one transport and one thread.
 pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
-    let mut g = Gathered::default();
-    let program = filter_program(q);
-    let targets = targets(q);
-    let threads = if matches!(q.source, Source::Replay(_)) || q.record_netlink.is_some() {
-        1
-    } else {
-        super::cores()
-            .unwrap_or(1)
-            .min(MAX_DUMP_THREADS)
-            .min(targets.len())
-    };
-    if threads > 1 {
-        // Taken in order by whichever thread is free: the big tables (TCP) come first.
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let work = || {
-            let mut done = Vec::new();
-            let mut transport = netlink::Kernel::default();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&t) = targets.get(i) else {
-                    return done;
-                };
-                let mut part = Gathered::default();
-                let r = gather_target(
-                    q,
-                    t,
-                    ext,
-                    program.as_deref(),
-                    net_dir,
-                    &mut transport,
-                    &mut part,
-                );
-                done.push((i, r.map(|()| part)));
-            }
-        };
-        let mut parts: Vec<(usize, Result<Gathered, Error>)> = std::thread::scope(|sc| {
-            let helpers: Vec<_> = (1..threads).map(|_| sc.spawn(work)).collect();
-            let mut all = work();
-            for h in helpers {
-                all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-            }
-            all
+    match Dumps::new(q, ext, net_dir) {
+        Some(d) => {
+            let threads = super::cores()
+                .unwrap_or(1)
+                .min(MAX_DUMP_THREADS)
+                .min(d.targets.len());
+            std::thread::scope(|sc| {
+                for _ in 1..threads {
+                    sc.spawn(|| d.work());
+                }
+                d.work();
+            });
+            d.finish()
+        }
+        None => gather_in_turn(q, ext, net_dir),
+    }
+}
+
+/// The dumps of one query, taken in turn by whichever thread calls [`Dumps::work`]: the
+/// threads [`gather`] starts, or a thread that has finished other work (the owner scan of a
+/// full listing, which runs beside the dumps and takes what is left of them when it is done,
+/// instead of a dump thread taking turns with it on the cores from the start).
+pub struct Dumps<'a> {
+    q: &'a Query,
+    ext: u8,
+    net_dir: &'a Path,
+    program: Option<Vec<u8>>,
+    targets: Vec<Target>,
+    /// The targets' indices in the order they are taken: the big tables first (TCP, unix), so
+    /// that the last dump to start is a small one.
+    order: Vec<usize>,
+    next: std::sync::atomic::AtomicUsize,
+    done: std::sync::Mutex<Vec<(usize, Result<Gathered, Error>)>>,
+    ended: std::sync::Condvar,
+}
+
+impl<'a> Dumps<'a> {
+    /// The dumps `q` needs, or `None` when they must run on one transport in turn (a recording
+    /// or a replay).
+    pub fn new(q: &'a Query, ext: u8, net_dir: &'a Path) -> Option<Dumps<'a>> {
+        if matches!(q.source, Source::Replay(_)) || q.record_netlink.is_some() {
+            return None;
+        }
+        let targets = targets(q);
+        let mut order: Vec<usize> = (0..targets.len()).collect();
+        order.sort_by_key(|&i| match targets[i] {
+            Target::Inet(Proto::Tcp, _) => 0,
+            Target::Unix => 1,
+            _ => 2,
         });
+        Some(Dumps {
+            q,
+            ext,
+            net_dir,
+            program: filter_program(q),
+            targets,
+            order,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            done: std::sync::Mutex::new(Vec::new()),
+            ended: std::sync::Condvar::new(),
+        })
+    }
+
+    /// Runs dumps not yet started until none is left.
+    pub fn work(&self) {
+        let mut transport = netlink::Kernel::default();
+        loop {
+            let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&i) = self.order.get(k) else {
+                return;
+            };
+            let t = self.targets[i];
+            // Should this thread panic, the dump still ends (as an error), so that
+            // `finish` does not wait for it forever.
+            let mut pending = Pending {
+                dumps: self,
+                i,
+                ended: false,
+            };
+            let mut part = Gathered::default();
+            let r = gather_target(
+                self.q,
+                t,
+                self.ext,
+                self.program.as_deref(),
+                self.net_dir,
+                &mut transport,
+                &mut part,
+            );
+            pending.ended = true;
+            self.lock().push((i, r.map(|()| part)));
+            self.ended.notify_all();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(usize, Result<Gathered, Error>)>> {
+        self.done.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for the dumps other threads are running, then joins them all in order: the
+    /// query's sockets. Call it after [`Dumps::work`], which leaves no dump unstarted.
+    pub fn finish(&self) -> Result<Gathered, Error> {
+        let mut done = self.lock();
+        while done.len() < self.targets.len() {
+            done = self.ended.wait(done).unwrap_or_else(|p| p.into_inner());
+        }
+        let mut parts = std::mem::take(&mut *done);
+        drop(done);
         parts.sort_by_key(|(i, _)| *i);
+        let mut g = Gathered::default();
         for (_, part) in parts {
             let part = part?;
             g.sockets.extend(part.sockets);
             g.warnings.extend(part.warnings);
         }
-    } else {
-        let mut transport: Box<dyn Transport> = match &q.source {
-            Source::Replay(dir) => Box::new(netlink::Replay::new(dir)),
-            _ => match &q.record_netlink {
-                Some(dir) => match netlink::Recorder::new(netlink::Kernel::default(), dir) {
-                    Ok(r) => Box::new(r),
-                    Err(e) => {
-                        g.warnings.push(Warning {
-                            code: WarningCode::RecordFailed,
-                            count: None,
-                            message: format!(
-                                "cannot record netlink replies in {}: {e}",
-                                dir.display()
-                            ),
-                            details: vec![],
-                        });
-                        Box::new(netlink::Kernel::default())
-                    }
-                },
-                None => Box::new(netlink::Kernel::default()),
-            },
-        };
-        for t in targets {
-            gather_target(
-                q,
-                t,
-                ext,
-                program.as_deref(),
-                net_dir,
-                &mut *transport,
-                &mut g,
-            )?;
+        Ok(complete(self.q, self.net_dir, g))
+    }
+}
+
+/// A dump a thread has started: on a panic before it ended, its end is an error.
+struct Pending<'d, 'a> {
+    dumps: &'d Dumps<'a>,
+    i: usize,
+    ended: bool,
+}
+
+impl Drop for Pending<'_, '_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            let bug = crate::error::SysError::other(
+                "a socket dump",
+                crate::error::ErrorKind::Bug,
+                "its thread panicked",
+            );
+            self.dumps.lock().push((self.i, Err(bug.into())));
+            self.dumps.ended.notify_all();
         }
     }
+}
+
+/// [`gather`] on one transport, one dump after the other: a replay, or a recording (whose
+/// files are numbered in request order).
+fn gather_in_turn(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
+    let mut g = Gathered::default();
+    let mut transport: Box<dyn Transport> = match &q.source {
+        Source::Replay(dir) => Box::new(netlink::Replay::new(dir)),
+        _ => match &q.record_netlink {
+            Some(dir) => match netlink::Recorder::new(netlink::Kernel::default(), dir) {
+                Ok(r) => Box::new(r),
+                Err(e) => {
+                    g.warnings.push(Warning {
+                        code: WarningCode::RecordFailed,
+                        count: None,
+                        message: format!("cannot record netlink replies in {}: {e}", dir.display()),
+                        details: vec![],
+                    });
+                    Box::new(netlink::Kernel::default())
+                }
+            },
+            None => Box::new(netlink::Kernel::default()),
+        },
+    };
+    let program = filter_program(q);
+    for t in targets(q) {
+        gather_target(
+            q,
+            t,
+            ext,
+            program.as_deref(),
+            net_dir,
+            &mut *transport,
+            &mut g,
+        )?;
+    }
+    Ok(complete(q, net_dir, g))
+}
+
+/// What follows the dumps: the count of TIME-WAIT entries left out, the unix peers' names, and
+/// the filters the kernel could not apply.
+fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
     // The kernel applied the state mask and the filter program where it could; the rest (-L,
     // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
     // every source selects the same sockets.
@@ -307,7 +404,7 @@ pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     // `--connected-to PATH` finds it) whether or not the server's end is selected.
     fill_unix_peer_names(&mut g.sockets);
     g.sockets.retain(|s| q.matches_socket(s));
-    Ok(g)
+    g
 }
 
 /// At most this many dumps at once: past the number of large tables (TCP over two families,
