@@ -322,6 +322,13 @@ impl<'a> Dumps<'a> {
         drop(done);
         parts.sort_by_key(|(i, _)| *i);
         let mut g = Gathered::default();
+        // Every part moved into one vector of the final size, each freed as it is moved: no
+        // doubling, and never a second copy of more than one part.
+        let total = parts
+            .iter()
+            .map(|(_, p)| p.as_ref().map_or(0, |p| p.sockets.len()))
+            .sum();
+        g.sockets.reserve_exact(total);
         for (_, part) in parts {
             let part = part?;
             g.sockets.extend(part.sockets);

@@ -753,7 +753,12 @@ pub fn sort_sockets(
             (k0, k1, k2, i as u32)
         })
         .collect();
-    par_sort_by(&mut items, |&(a0, a1, a2, i), &(b0, b1, b2, j)| {
+    let parts = if items.len() >= 8192 {
+        cores().unwrap_or(1).clamp(1, 4)
+    } else {
+        1
+    };
+    par_sort_by(&mut items, parts, |&(a0, a1, a2, i), &(b0, b1, b2, j)| {
         (a0, a1, a2).cmp(&(b0, b1, b2)).then_with(|| {
             let (a, b) = (&sockets[i as usize], &sockets[j as usize]);
             let identity =
@@ -785,20 +790,15 @@ pub fn sort_sockets(
     }
 }
 
-/// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), a large slice in
-/// parts on every core (up to 4) merged after: the listing's sort is 11 ms of one core at 60k
+/// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), in `parts`
+/// parts on as many threads, merged after: the listing's sort is 11 ms of one core at 60k
 /// sockets.
-fn par_sort_by<T, F>(items: &mut Vec<T>, cmp: F)
+fn par_sort_by<T, F>(items: &mut [T], parts: usize, cmp: F)
 where
     T: Send + Copy,
     F: Fn(&T, &T) -> std::cmp::Ordering + Sync,
 {
-    let parts = if items.len() >= 8192 {
-        cores().unwrap_or(1).clamp(1, 4)
-    } else {
-        1
-    };
-    if parts == 1 {
+    if parts <= 1 || items.len() < 2 {
         items.sort_unstable_by(&cmp);
         return;
     }
@@ -809,35 +809,45 @@ where
             sc.spawn(move || c.sort_unstable_by(cmp));
         }
     });
-    // Merge the sorted runs pairwise until one is left.
-    let mut runs: Vec<Vec<T>> = items.chunks(chunk).map(<[T]>::to_vec).collect();
-    while runs.len() > 1 {
-        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
-        let mut it = runs.into_iter();
-        while let Some(a) = it.next() {
-            match it.next() {
-                None => next.push(a),
-                Some(b) => {
-                    let mut m = Vec::with_capacity(a.len() + b.len());
-                    let (mut i, mut j) = (0, 0);
-                    while i < a.len() && j < b.len() {
-                        if cmp(&b[j], &a[i]) == std::cmp::Ordering::Less {
-                            m.push(b[j]);
-                            j += 1;
-                        } else {
-                            m.push(a[i]);
-                            i += 1;
-                        }
-                    }
-                    m.extend_from_slice(&a[i..]);
-                    m.extend_from_slice(&b[j..]);
-                    next.push(m);
-                }
-            }
+    // Merge neighbouring runs until one is left, in place but for a copy of each left run (at
+    // most half the items: the sort must not double the listing's memory at a million
+    // sockets).
+    let mut run = chunk;
+    let mut buf: Vec<T> = Vec::new();
+    while run < items.len() {
+        let mut start = 0;
+        while start + run < items.len() {
+            let end = (start + 2 * run).min(items.len());
+            merge_with_left_copy(&mut items[start..end], run, &mut buf, &cmp);
+            start = end;
         }
-        runs = next;
+        run *= 2;
     }
-    *items = runs.pop().unwrap_or_default();
+}
+
+/// Merges `v[..mid]` and `v[mid..]`, each sorted, into `v`, copying only the left part aside:
+/// the merged output never overtakes the right part's next unread item.
+fn merge_with_left_copy<T: Copy, F: Fn(&T, &T) -> std::cmp::Ordering>(
+    v: &mut [T],
+    mid: usize,
+    buf: &mut Vec<T>,
+    cmp: &F,
+) {
+    buf.clear();
+    buf.extend_from_slice(&v[..mid]);
+    let (mut i, mut j, mut k) = (0, mid, 0);
+    while i < buf.len() && j < v.len() {
+        if cmp(&v[j], &buf[i]) == std::cmp::Ordering::Less {
+            v[k] = v[j];
+            j += 1;
+        } else {
+            v[k] = buf[i];
+            i += 1;
+        }
+        k += 1;
+    }
+    // What is left of the right part is in place already.
+    v[k..k + buf.len() - i].copy_from_slice(&buf[i..]);
 }
 
 /// `AT_PAGESZ`: the page size, in the auxiliary vector.
@@ -869,7 +879,17 @@ mod sort_tests {
     #[test]
     fn sorting_in_parts_matches_one_sort() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        for n in [0, 1, 100, 8191, 8192, 20_001] {
+        for (n, parts) in [
+            (0, 2),
+            (1, 2),
+            (100, 3),
+            (8191, 1),
+            (8192, 2),
+            (20_001, 2),
+            (20_001, 3),
+            (20_001, 4),
+            (7, 5),
+        ] {
             let items: Vec<(u64, u32)> = (0..n as u32)
                 .map(|i| {
                     x ^= x << 13;
@@ -878,11 +898,11 @@ mod sort_tests {
                     (x % 5000, i)
                 })
                 .collect();
-            let mut parts = items.clone();
-            par_sort_by(&mut parts, |a, b| a.cmp(b));
+            let mut sorted = items.clone();
+            par_sort_by(&mut sorted, parts, |a, b| a.cmp(b));
             let mut one = items;
             one.sort_unstable();
-            assert!(parts == one, "{n} items");
+            assert!(sorted == one, "{n} items in {parts} parts");
         }
     }
 
