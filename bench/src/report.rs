@@ -602,21 +602,27 @@ const BIG_TABLES: &str = "## Big tables: peak memory per socket (10k to 1M socke
 Measured with `sh bench/bigtable.sh 10k 100k 500k 1000k` (as root; each scale a fresh sockgen \
 table in its own network and pid namespace, with sockgen's mix of TCP, UDP and unix sockets and \
 one worker process per 1,000 sockets), peak RSS from `/usr/bin/time -f %M`, output to /dev/null, \
-as root (BPF owner scan), on 2026-11-25:\n\n\
+as root (BPF owner scan), on 2026-11-26:\n\n\
 | sockets | table | `--json` | `--no-owners` |\n\
 |---|---|---|---|\n\
-| 10,000 | 9.8 MiB | 8.6 MiB | 8.9 MiB |\n\
-| 100,000 | 42.2 MiB | 31.7 MiB | 35.6 MiB |\n\
-| 500,000 | 134.3 MiB | 134.2 MiB | 126.3 MiB |\n\
-| 1,000,000 | 261.9 MiB | 262.1 MiB | 247.0 MiB |\n\n\
-From 500k to 1M the marginal cost is **268 bytes per socket** for the table and for JSON (253 with \
-`--no-owners`); a least-squares line through the four scales gives 262 bytes beyond a base of \
-11.5 MiB for the table, 269 bytes beyond 6.1 MiB for JSON. The target was under 300. Most of it is \
+| 10,000 | 10.6 MiB | 9.0 MiB | 9.4 MiB |\n\
+| 100,000 | 47.1 MiB | 34.8 MiB | 38.6 MiB |\n\
+| 500,000 | 138.3 MiB | 137.5 MiB | 128.3 MiB |\n\
+| 1,000,000 | 268.8 MiB | 268.9 MiB | 252.6 MiB |\n\n\
+From 500k to 1M the marginal cost is **274 bytes per socket** for the table, 276 for JSON (261 \
+with `--no-owners`). On 2026-11-25, before the dumps, the sort, the join and the table's \
+formatting ran on several threads, it was 268 and 268 (253). The difference is malloc's: each \
+thread that allocates has its own arena, and what a dump thread decodes (unix names, for one) \
+stays in that arena. With `MALLOC_ARENA_MAX=1` the marginal cost was 268 again, and the full \
+listing at 60k was 13 % slower. The sort of more than 262,144 sockets runs in place on one \
+thread (merging its parts would copy half its items aside, 16 MB at a million sockets), and the \
+dumps' parts are moved into one vector a slice at a time (a whole copy of each was 50 MB more \
+at 1M). The target was under 300. Most of it is \
 the socket record itself (208 bytes: `Socket`, with `tcp_info` and socket memory boxed, kept at \
 that size by a test) in a vector that grows by doubling; then the sort's 32-byte item per socket \
 and the owner scan's holders. JSON is streamed. The table keeps the cells it formatted to size its \
-columns until it prints them in tables of up to 131,072 rows (about 110 bytes a row: the 10 MiB \
-between the table and JSON at 100k; rendering 60k rows took 22 ms instead of 33), and formats a \
+columns until it prints them in tables of up to 131,072 rows (about 110 bytes a row: the 12 MiB \
+between the table and JSON at 100k), and formats a \
 bigger table twice instead, so from there on it adds no per-socket memory. Before these changes, at 500k \
 sockets, the peak was 183.7 MiB with the table and 180.3 MiB with JSON. 1M is the largest scale \
 tried; nothing limited it (sockgen spreads the sockets over one process per 1,000, under this \

@@ -321,17 +321,27 @@ impl<'a> Dumps<'a> {
         let mut parts = std::mem::take(&mut *done);
         drop(done);
         parts.sort_by_key(|(i, _)| *i);
+        let mut parts = parts
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect::<Result<Vec<Gathered>, Error>>()?;
+        // The sockets go into the biggest part's vector, which is not copied; the others are
+        // moved over from their ends a slice at a time, each part's vector shrunk as it empties,
+        // so that no part is ever held twice (at a million sockets a whole copy was 50 MB more
+        // at the peak: doc/BENCHMARKS.md, "Big tables"). Their order is the sort's business;
+        // the warnings keep the targets' order.
+        const SLICE: usize = 16_384;
         let mut g = Gathered::default();
-        // Every part moved into one vector of the final size, each freed as it is moved: no
-        // doubling, and never a second copy of more than one part.
-        let total = parts
-            .iter()
-            .map(|(_, p)| p.as_ref().map_or(0, |p| p.sockets.len()))
-            .sum();
-        g.sockets.reserve_exact(total);
-        for (_, part) in parts {
-            let part = part?;
-            g.sockets.extend(part.sockets);
+        let biggest = (0..parts.len()).max_by_key(|&i| parts[i].sockets.len());
+        if let Some(b) = biggest {
+            g.sockets = std::mem::take(&mut parts[b].sockets);
+        }
+        for mut part in parts {
+            while !part.sockets.is_empty() {
+                let from = part.sockets.len().saturating_sub(SLICE);
+                g.sockets.extend(part.sockets.drain(from..));
+                part.sockets.shrink_to_fit();
+            }
             g.warnings.extend(part.warnings);
         }
         Ok(complete(self.q, self.net_dir, g))

@@ -753,7 +753,9 @@ pub fn sort_sockets(
             (k0, k1, k2, i as u32)
         })
         .collect();
-    let parts = if items.len() >= 8192 {
+    // In parts from 8192 sockets; past [`PARALLEL_MAX`] in place on one thread, as the merge
+    // copies half the items aside (16 MB at a million sockets).
+    let parts = if (8192..=PARALLEL_MAX).contains(&items.len()) {
         cores().unwrap_or(1).clamp(1, 4)
     } else {
         1
@@ -789,6 +791,11 @@ pub fn sort_sockets(
         order[cur] = cur as u32;
     }
 }
+
+/// The largest table whose sort is split over the cores: merging the parts copies half the
+/// sort's items aside, 16 MB at a million sockets, against the big tables' memory budget
+/// (doc/BENCHMARKS.md, "Big tables"). Past it the sort runs in place on one thread.
+const PARALLEL_MAX: usize = 262_144;
 
 /// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), in `parts`
 /// parts on as many threads, merged after: the listing's sort is 11 ms of one core at 60k
