@@ -328,7 +328,7 @@ fn memory_cell(cell: &mut String, col: Col, s: &Socket) {
 /// Writes the table in two passes over the rows: the first formats every cell to measure each
 /// column's width (in parts, on several threads, for a big table), the second pads and writes
 /// them. The first pass keeps the cells it formatted for the second only within a bound
-/// ([`KEEP_ROWS`], [`KEEP_BYTES`]); past it the second pass formats them again.
+/// (`KEEP_ROWS`, `KEEP_BYTES`); past it the second pass formats them again.
 pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     write_with_lead(snap, opts, None, out)
 }
