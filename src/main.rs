@@ -21,6 +21,7 @@ use sockstat::{Query, Snapshot, Source};
 use cli::{Cli, FilterArgs, OutputArgs, SourceArg, SourceArgs};
 
 fn main() -> ExitCode {
+    fixed_malloc_thresholds();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return usage_error(e),
@@ -37,6 +38,36 @@ fn main() -> ExitCode {
             }
             eprintln!("sockstat: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// glibc's malloc raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so
+/// that from then on the socket table's large vectors come from the heaps instead: growing one
+/// copies it, and the space a freed one leaves stays in the process, more of it with each thread
+/// that decoded a dump. At a fixed threshold they stay mapped (they grow by `mremap` and are
+/// unmapped when freed): the peak at a million sockets is 260 MiB instead of 269, and 264 bytes
+/// a socket from 500k to 1M instead of 274 (doc/BENCHMARKS.md, "Big tables"). 1 MiB keeps the
+/// buffers below it (a read buffer of 256 KiB per process the BPF scan walks) in the heap,
+/// reused, and the heap's top is given back past 64 MiB, as glibc's own limit. The library
+/// leaves its host's allocator alone; a variable the user set (`MALLOC_MMAP_THRESHOLD_`,
+/// `MALLOC_TRIM_THRESHOLD_`, `GLIBC_TUNABLES`) wins.
+fn fixed_malloc_thresholds() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let set_by_user = [
+            "MALLOC_MMAP_THRESHOLD_",
+            "MALLOC_TRIM_THRESHOLD_",
+            "GLIBC_TUNABLES",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+        if !set_by_user {
+            // SAFETY: mallopt only changes malloc's parameters; called before any thread starts.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+            }
         }
     }
 }

@@ -602,26 +602,31 @@ const BIG_TABLES: &str = "## Big tables: peak memory per socket (10k to 1M socke
 Measured with `sh bench/bigtable.sh 10k 100k 500k 1000k` (as root; each scale a fresh sockgen \
 table in its own network and pid namespace, with sockgen's mix of TCP, UDP and unix sockets and \
 one worker process per 1,000 sockets), peak RSS from `/usr/bin/time -f %M`, output to /dev/null, \
-as root (BPF owner scan), on 2026-11-26:\n\n\
+as root (BPF owner scan), on 2026-11-26, with malloc's thresholds fixed (below):\n\n\
 | sockets | table | `--json` | `--no-owners` |\n\
 |---|---|---|---|\n\
-| 10,000 | 10.6 MiB | 9.0 MiB | 9.4 MiB |\n\
-| 100,000 | 47.1 MiB | 34.8 MiB | 38.6 MiB |\n\
-| 500,000 | 138.3 MiB | 137.5 MiB | 128.3 MiB |\n\
-| 1,000,000 | 268.8 MiB | 268.9 MiB | 252.6 MiB |\n\n\
-From 500k to 1M the marginal cost is **274 bytes per socket** for the table, 276 for JSON (261 \
-with `--no-owners`). On 2026-11-25, before the dumps, the sort, the join and the table's \
-formatting ran on several threads, it was 268 and 268 (253). The difference is malloc's: each \
-thread that allocates has its own arena, and what a dump thread decodes (unix names, for one) \
-stays in that arena. With `MALLOC_ARENA_MAX=1` the marginal cost was 268 again, and the full \
-listing at 60k was 13 % slower. The sort of more than 262,144 sockets runs in place on one \
-thread (merging its parts would copy half its items aside, 16 MB at a million sockets), and the \
-dumps' parts are moved into one vector a slice at a time (a whole copy of each was 50 MB more \
-at 1M). The target was under 300. Most of it is \
+| 10,000 | 11.6 MiB | 10.7 MiB | 10.7 MiB |\n\
+| 100,000 | 41.0 MiB | 34.2 MiB | 33.0 MiB |\n\
+| 500,000 | 134.0 MiB | 134.0 MiB | 126.6 MiB |\n\
+| 1,000,000 | 260.0 MiB | 260.3 MiB | 246.2 MiB |\n\n\
+From 500k to 1M the marginal cost is **264 bytes per socket** for the table and for JSON (250 \
+with `--no-owners`). It was 268 (table and JSON) on 2026-11-25, and 274 / 276 once the dumps, the \
+sort, the join and the table's formatting ran on several threads: glibc's malloc raises its mmap \
+threshold each time a mapped block is freed, after which the large vectors (a dump's sockets, the \
+joined table) came from the heaps of the threads that grew them, were copied when they grew, and \
+left their space behind when freed. The command now fixes the thresholds at start (mmap from \
+1 MiB, heap trimmed past 64 MiB; `fixed_malloc_thresholds` in src/main.rs; a `MALLOC_*` or \
+`GLIBC_TUNABLES` variable the user sets wins): those vectors stay mapped, grow by `mremap` and \
+are unmapped when freed. The listing's speed did not change (`perf stat -r 20` at 60k, within \
+the noise); a threshold of 128 KiB made `-p 2000 -4 -6` 7 ms slower (the BPF scan's 256 KiB \
+read buffer per process, mapped and unmapped each time). The sort of more than 262,144 sockets \
+runs in place on one thread (merging its parts would copy half its items aside, 16 MB at a \
+million sockets), and the dumps' parts are moved into one vector a slice at a time (a whole copy \
+of each was 50 MB more at 1M). The target was under 300. Most of it is \
 the socket record itself (208 bytes: `Socket`, with `tcp_info` and socket memory boxed, kept at \
 that size by a test) in a vector that grows by doubling; then the sort's 32-byte item per socket \
 and the owner scan's holders. JSON is streamed. The table keeps the cells it formatted to size its \
-columns until it prints them in tables of up to 131,072 rows (about 110 bytes a row: the 12 MiB \
+columns until it prints them in tables of up to 131,072 rows (about 70 bytes a row: the 7 MiB \
 between the table and JSON at 100k), and formats a \
 bigger table twice instead, so from there on it adds no per-socket memory. Before these changes, at 500k \
 sockets, the peak was 183.7 MiB with the table and 180.3 MiB with JSON. 1M is the largest scale \

@@ -292,15 +292,17 @@ impl<'a> Dumps<'a> {
                 ended: false,
             };
             let mut part = Gathered::default();
-            let r = gather_target(
-                self.q,
-                t,
-                self.ext,
-                self.program.as_deref(),
-                self.net_dir,
-                &mut transport,
-                &mut part,
-            );
+            let r = super::timing::phase(&t.key(), || {
+                gather_target(
+                    self.q,
+                    t,
+                    self.ext,
+                    self.program.as_deref(),
+                    self.net_dir,
+                    &mut transport,
+                    &mut part,
+                )
+            });
             pending.ended = true;
             self.lock().push((i, r.map(|()| part)));
             self.ended.notify_all();
