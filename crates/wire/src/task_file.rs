@@ -1,16 +1,20 @@
 //! The owner scan's BPF iterator (`iter/task_file` and `bpf_seq_write`, Linux 5.8): a program
-//! the kernel runs once per open file of every task, which writes a 24-byte record `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader that holds
-//! a wanted socket (every socket, or those whose inodes are keys of a hash map), and one record
+//! the kernel runs once per open file of every task. It writes a 32-byte record
+//! `(tgid, fd, socket inode, start time)` for each fd of a thread-group leader that holds a
+//! wanted socket (every socket, or those whose inodes are keys of a hash map), and one record
 //! with inode 0 for a leader's first other file, so the reader knows which processes the
-//! iterator visited. The leader's start time (`start_boottime`, what `/proc/PID/stat` shows in
-//! clock ticks) lets the reader tell the process the iterator saw from a later one that reused
-//! its pid before its identity was read. It replaces the one `readlinkat` per fd of the `/proc`
-//! scan with no system call per fd at all, and with a map of wanted inodes the reader gets only
-//! the holders of the sockets it will show.
+//! iterator visited. Each process's first record is preceded by its identity
+//! `(tgid, u32::MAX, euid, 0, comm)`, read from the same task, so the reader needs no
+//! `/proc/PID/comm` and `/proc/PID/status` for it, and no check that the pid still names the
+//! process the iterator saw. The leader's start time (`start_boottime`, what `/proc/PID/stat`
+//! shows in clock ticks) lets the reader tell that process from a later one that reused its
+//! pid before the reader went to `/proc` for anything else (its arguments). It replaces the one
+//! `readlinkat` per fd of the `/proc` scan with no system call per fd at all, and with a map of
+//! wanted inodes the reader gets only the holders of the sockets it will show.
 //!
 //! The program is assembled here, from the running kernel's BTF, rather than compiled from C:
-//! it is about 70 instructions, and the only thing a C toolchain and a BPF loader would add is
-//! the relocation of twelve struct member offsets, which [`Layout::from_btf`] reads directly,
+//! it is about 100 instructions, and the only thing a C toolchain and a BPF loader would add is
+//! the relocation of fourteen struct member offsets, which [`Layout::from_btf`] reads directly,
 //! and of two map file descriptors. (A general loader costs more than the scan it replaces at
 //! 10k sockets: aya 0.14 took about 40 ms to parse BTF and relocate this program on the
 //! development machine.) The equivalent C:
@@ -23,7 +27,8 @@
 //!     struct file *file = ctx->file;
 //!     if (!task || !file || task->pid != task->tgid)      // leaders only, as /proc/PID/fd
 //!         return 0;
-//!     struct { u32 tgid, fd; u64 ino, start; } r = { task->tgid, ctx->fd, 0, task->start_boottime };
+//!     struct { u32 tgid, fd; u64 ino, start, spare; } r =
+//!         { task->tgid, ctx->fd, 0, task->start_boottime, 0 };
 //!     struct inode *inode = file->f_inode;
 //!     if (inode && (inode->i_mode & S_IFMT) == S_IFSOCK)
 //!         r.ino = inode->i_ino;
@@ -37,6 +42,7 @@
 //!     // the tgid as the reader's pid namespace numbers it, once per process
 //!     struct last *l = bpf_map_lookup_elem(&last_tgid, &zero);
 //!     if (!l) return 0;
+//!     u32 tgid0 = r.tgid;
 //!     if (l->tgid == task->tgid) {
 //!         r.tgid = l->nr;
 //!     } else {
@@ -47,9 +53,15 @@
 //!         if (level && (bpf_probe_read_kernel(&pid, 8, &task->thread_pid) ||
 //!                       bpf_probe_read_kernel(&r.tgid, 4, &pid->numbers[level].nr)))
 //!             return 0;
-//!         l->tgid = task->tgid, l->nr = r.tgid;
+//!         struct { u32 tgid, tag, euid, zero; char comm[16]; } id =
+//!             { r.tgid, ~0u, task->real_cred->euid.val, 0 };
+//!         bpf_probe_read_kernel(id.comm, 16, task->comm);
+//!         if (bpf_seq_write(ctx->meta->seq, &id, sizeof id))
+//!             return 0;                                   // shown again in the next read
 //!     }
-//!     bpf_seq_write(ctx->meta->seq, &r, sizeof r);
+//!     if (bpf_seq_write(ctx->meta->seq, &r, sizeof r))
+//!         return 0;
+//!     l->tgid = tgid0, l->nr = r.tgid;                    // kept once written
 //!     return 0;
 //! }
 //! ```
@@ -62,8 +74,8 @@
 
 use crate::btf::{Btf, Kind};
 
-/// Size of one record the program writes.
-pub const RECORD_LEN: usize = 24;
+/// Size of one record the program writes (a file's or a process's identity).
+pub const RECORD_LEN: usize = 32;
 
 /// `BPF_FUNC_map_lookup_elem`.
 const MAP_LOOKUP_ELEM: i32 = 1;
@@ -89,6 +101,12 @@ pub struct Layout {
     pub task_thread_pid: u32,
     /// `struct task_struct`: `start_boottime` (nanoseconds since boot, suspend included).
     pub task_start_boottime: u32,
+    /// `struct task_struct`: `comm` (16 bytes).
+    pub task_comm: u32,
+    /// `struct task_struct`: `real_cred` (the objective credentials, a pointer).
+    pub task_real_cred: u32,
+    /// `struct cred`: `euid` (a 4-byte `kuid_t`).
+    pub cred_euid: u32,
     /// `struct pid`: `level`.
     pub pid_level: u32,
     /// `struct pid`: `numbers`.
@@ -111,7 +129,7 @@ impl Layout {
     /// Reads the layout from a kernel's BTF; the error names what is missing or unexpected
     /// (a kernel too old for the iterator, or a layout this program cannot load).
     pub fn from_btf(btf: &Btf<'_>) -> Result<Layout, String> {
-        const TYPES: [(Kind, &str); 7] = [
+        const TYPES: [(Kind, &str); 8] = [
             (Kind::Func, "bpf_iter_task_file"),
             (Kind::Struct, "bpf_iter_meta"),
             (Kind::Struct, "task_struct"),
@@ -119,6 +137,7 @@ impl Layout {
             (Kind::Struct, "upid"),
             (Kind::Struct, "file"),
             (Kind::Struct, "inode"),
+            (Kind::Struct, "cred"),
         ];
         let ids = btf.find_all(&TYPES);
         let attach_btf_id = ids[0].ok_or(
@@ -147,6 +166,7 @@ impl Layout {
         let upid = strukt(4)?;
         let file = strukt(5)?;
         let inode = strukt(6)?;
+        let cred = strukt(7)?;
         let numbers = btf
             .member(pid, "numbers")
             .ok_or("no member pid.numbers in the kernel's BTF")?;
@@ -165,6 +185,9 @@ impl Layout {
             task_tgid: field(task, "task_struct", "tgid", &[4])?.0,
             task_thread_pid: field(task, "task_struct", "thread_pid", &[8])?.0,
             task_start_boottime: field(task, "task_struct", "start_boottime", &[8])?.0,
+            task_comm: field(task, "task_struct", "comm", &[16])?.0,
+            task_real_cred: field(task, "task_struct", "real_cred", &[8])?.0,
+            cred_euid: field(cred, "cred", "euid", &[4])?.0,
             pid_level: field(pid, "pid", "level", &[4])?.0,
             pid_numbers: numbers.offset,
             upid_nr: field(upid, "upid", "nr", &[4])?.0,
@@ -181,6 +204,9 @@ impl Layout {
             layout.task_tgid,
             layout.task_thread_pid,
             layout.task_start_boottime,
+            layout.task_comm,
+            layout.task_real_cred,
+            layout.cred_euid,
             layout.pid_level,
             layout.file_inode,
             layout.inode_mode,
@@ -212,6 +238,9 @@ impl Layout {
             task_tgid: 0,
             task_thread_pid: 0,
             task_start_boottime: 0,
+            task_comm: 0,
+            task_real_cred: 0,
+            cred_euid: 0,
             pid_level: 0,
             pid_numbers: 0,
             upid_nr: 0,
@@ -239,7 +268,7 @@ impl Layout {
         (seen.iter().all(|&x| x) && sizes_ok && l.attach_btf_id > 0).then_some(l)
     }
 
-    fn fields(&self) -> [(&'static str, u32); 14] {
+    fn fields(&self) -> [(&'static str, u32); 17] {
         [
             ("attach_btf_id", self.attach_btf_id),
             ("meta_seq", self.meta_seq),
@@ -247,6 +276,9 @@ impl Layout {
             ("task_tgid", self.task_tgid),
             ("task_thread_pid", self.task_thread_pid),
             ("task_start_boottime", self.task_start_boottime),
+            ("task_comm", self.task_comm),
+            ("task_real_cred", self.task_real_cred),
+            ("cred_euid", self.cred_euid),
             ("pid_level", self.pid_level),
             ("pid_numbers", self.pid_numbers),
             ("upid_nr", self.upid_nr),
@@ -266,13 +298,16 @@ impl Layout {
             3 => &mut self.task_tgid,
             4 => &mut self.task_thread_pid,
             5 => &mut self.task_start_boottime,
-            6 => &mut self.pid_level,
-            7 => &mut self.pid_numbers,
-            8 => &mut self.upid_nr,
-            9 => &mut self.upid_size,
-            10 => &mut self.file_inode,
-            11 => &mut self.inode_mode,
-            12 => &mut self.inode_ino,
+            6 => &mut self.task_comm,
+            7 => &mut self.task_real_cred,
+            8 => &mut self.cred_euid,
+            9 => &mut self.pid_level,
+            10 => &mut self.pid_numbers,
+            11 => &mut self.upid_nr,
+            12 => &mut self.upid_size,
+            13 => &mut self.file_inode,
+            14 => &mut self.inode_mode,
+            15 => &mut self.inode_ino,
             _ => &mut self.inode_ino_size,
         }
     }
@@ -353,7 +388,7 @@ enum Label {
     Translate,
     NewTask,
     HaveLevel,
-    Store,
+    Identity,
     Write,
 }
 
@@ -419,8 +454,19 @@ pub struct Maps {
 pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     const S_IFMT: i32 = 0o170000;
     const S_IFSOCK: i32 = 0o140000;
+    // The stack, below the frame pointer (r10). The file record is fp[-32..0].
+    const REC: i16 = -32; // tgid (u32)
+    const REC_FD: i16 = -28; // fd (u32)
+    const REC_INO: i16 = -24; // socket inode (u64)
+    const REC_START: i16 = -16; // start_boottime (u64)
+    const REC_SPARE: i16 = -8; // zero (u64)
+    const KEY: i16 = -40; // the `last` map's key (u32 0)
+    const LEVEL: i16 = -48; // the reader's pid namespace level, read once
+    const TGID0: i16 = -56; // the initial namespace's tgid (u32)
+    const SCRATCH: i16 = -64; // a pointer read by a probe read
+    const ID: i16 = -96; // the identity record fp[-96..-64]: tgid, u32::MAX, euid, 0, comm
     let mut a = Asm {
-        code: Vec::with_capacity(80),
+        code: Vec::with_capacity(100),
         jumps: Vec::new(),
     };
     // The context is the iterator function's arguments, 8 bytes each: (meta, task, fd, file).
@@ -433,14 +479,13 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.load(4, 2, 7, l.task_pid); // leaders only, as /proc/PID/fd
     a.load(4, 3, 7, l.task_tgid);
     a.jump(JNE_REG, 2, 3, 0, Label::Out);
-    // The record is fp[-24..0]: tgid -24, fd -20, ino -16, start -8; fp[-32] is scratch and
-    // fp[-40] the `last` map's key.
-    a.op(STX_W, 10, 3, -24, 0); // r.tgid = task->tgid (the initial namespace's number)
-    a.op(STX_W, 10, 9, -20, 0); // r.fd
+    a.op(STX_W, 10, 3, REC, 0); // r.tgid = task->tgid (the initial namespace's number)
+    a.op(STX_W, 10, 9, REC_FD, 0); // r.fd
     a.load(8, 4, 7, l.task_start_boottime);
-    a.op(STX_DW, 10, 4, -8, 0); // r.start = task->start_boottime
-                                // r.ino = the socket inode, or 0 for any other file.
+    a.op(STX_DW, 10, 4, REC_START, 0); // r.start = task->start_boottime
     a.op(MOV64_IMM, 3, 0, 0, 0);
+    a.op(STX_DW, 10, 3, REC_SPARE, 0);
+    // r.ino = the socket inode, or 0 for any other file.
     a.load(8, 2, 8, l.file_inode);
     a.jump(JEQ_IMM, 2, 0, 0, Label::StoreIno);
     a.load(2, 4, 2, l.inode_mode);
@@ -448,18 +493,18 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.jump(JNE_IMM, 4, 0, S_IFSOCK, Label::StoreIno);
     a.load(l.inode_ino_size, 3, 2, l.inode_ino);
     a.place(Label::StoreIno);
-    a.op(STX_DW, 10, 3, -16, 0);
+    a.op(STX_DW, 10, 3, REC_INO, 0);
     a.jump(JEQ_IMM, 3, 0, 0, Label::Marker);
     match maps.wanted {
         Some(fd) => {
             // A socket: written when it is wanted; otherwise treated as any other file.
             a.map_fd(1, fd);
             a.op(MOV64_REG, 2, 10, 0, 0);
-            a.op(ADD64_IMM, 2, 0, 0, -16);
+            a.op(ADD64_IMM, 2, 0, 0, REC_INO as i32);
             a.call(MAP_LOOKUP_ELEM);
             a.jump(JNE_IMM, 0, 0, 0, Label::Translate);
             a.op(MOV64_IMM, 1, 0, 0, 0);
-            a.op(STX_DW, 10, 1, -16, 0);
+            a.op(STX_DW, 10, 1, REC_INO, 0);
         }
         None => a.jump(JA, 0, 0, 0, Label::Translate),
     }
@@ -467,33 +512,33 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     // reader knows the iterator visited it (no record yet for this process: `last` is another).
     a.place(Label::Marker);
     a.op(MOV64_IMM, 1, 0, 0, 0);
-    a.op(STX_W, 10, 1, -40, 0);
+    a.op(STX_W, 10, 1, KEY, 0);
     a.map_fd(1, maps.last);
     a.op(MOV64_REG, 2, 10, 0, 0);
-    a.op(ADD64_IMM, 2, 0, 0, -40);
+    a.op(ADD64_IMM, 2, 0, 0, KEY as i32);
     a.call(MAP_LOOKUP_ELEM);
     a.jump(JEQ_IMM, 0, 0, 0, Label::Out);
     a.op(LDX_W, 1, 0, 0, 0);
-    a.op(LDX_W, 2, 10, -24, 0);
+    a.op(LDX_W, 2, 10, REC, 0);
     a.jump(JEQ_REG, 1, 2, 0, Label::Out);
     a.place(Label::Translate);
     // r.tgid as the reader's pid namespace numbers it: task->thread_pid->numbers[level].nr,
     // with `level` the reader's (read once, from the current task, and kept in the map) and
     // the last process's number kept too, so each process is translated once.
     a.op(MOV64_IMM, 1, 0, 0, 0);
-    a.op(STX_W, 10, 1, -40, 0);
+    a.op(STX_W, 10, 1, KEY, 0);
     a.map_fd(1, maps.last);
     a.op(MOV64_REG, 2, 10, 0, 0);
-    a.op(ADD64_IMM, 2, 0, 0, -40);
+    a.op(ADD64_IMM, 2, 0, 0, KEY as i32);
     a.call(MAP_LOOKUP_ELEM);
     a.jump(JEQ_IMM, 0, 0, 0, Label::Out);
     a.op(MOV64_REG, 8, 0, 0, 0); // r8 = the map's value (file is no longer needed)
-    a.op(LDX_W, 2, 10, -24, 0);
-    a.op(STX_W, 10, 2, -56, 0); // the initial namespace's tgid, kept
+    a.op(LDX_W, 2, 10, REC, 0);
+    a.op(STX_W, 10, 2, TGID0, 0); // the initial namespace's tgid, kept
     a.op(LDX_W, 1, 8, 0, 0);
     a.jump(JNE_REG, 1, 2, 0, Label::NewTask);
     a.op(LDX_W, 1, 8, 8, 0); // the same process as the last record: its number is known
-    a.op(STX_W, 10, 1, -24, 0);
+    a.op(STX_W, 10, 1, REC, 0);
     a.jump(JA, 0, 0, 0, Label::Write);
     a.place(Label::NewTask);
     a.op(LDX_W, 9, 8, 4, 0); // level + 1, or 0 when not read yet
@@ -502,52 +547,79 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.op(MOV64_REG, 3, 0, 0, 0);
     a.op(ADD64_IMM, 3, 0, 0, l.task_thread_pid as i32);
     a.op(MOV64_REG, 1, 10, 0, 0);
-    a.op(ADD64_IMM, 1, 0, 0, -32);
+    a.op(ADD64_IMM, 1, 0, 0, SCRATCH as i32);
     a.op(MOV64_IMM, 2, 0, 0, 8);
-    a.call(PROBE_READ_KERNEL); // fp[-32] = current->thread_pid
+    a.call(PROBE_READ_KERNEL); // scratch = current->thread_pid
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
-    a.op(LDX_DW, 3, 10, -32, 0);
+    a.op(LDX_DW, 3, 10, SCRATCH, 0);
     a.op(ADD64_IMM, 3, 0, 0, l.pid_level as i32);
     a.op(MOV64_REG, 1, 10, 0, 0);
-    a.op(ADD64_IMM, 1, 0, 0, -48);
+    a.op(ADD64_IMM, 1, 0, 0, LEVEL as i32);
     a.op(MOV64_IMM, 2, 0, 0, 4);
-    a.call(PROBE_READ_KERNEL); // fp[-48] = its level
+    a.call(PROBE_READ_KERNEL); // its level
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
-    a.op(LDX_W, 9, 10, -48, 0);
+    a.op(LDX_W, 9, 10, LEVEL, 0);
     a.op(ADD64_IMM, 9, 0, 0, 1);
     a.op(STX_W, 8, 9, 4, 0);
     a.place(Label::HaveLevel);
     a.op(ADD64_IMM, 9, 0, 0, -1);
-    a.jump(JEQ_IMM, 9, 0, 0, Label::Store);
+    a.jump(JEQ_IMM, 9, 0, 0, Label::Identity);
     a.op(MUL64_IMM, 9, 0, 0, l.upid_size as i32);
     a.op(ADD64_IMM, 9, 0, 0, (l.pid_numbers + l.upid_nr) as i32);
     a.op(MOV64_REG, 1, 10, 0, 0);
-    a.op(ADD64_IMM, 1, 0, 0, -32);
+    a.op(ADD64_IMM, 1, 0, 0, SCRATCH as i32);
     a.op(MOV64_IMM, 2, 0, 0, 8);
     a.op(MOV64_REG, 3, 7, 0, 0);
     a.op(ADD64_IMM, 3, 0, 0, l.task_thread_pid as i32);
-    a.call(PROBE_READ_KERNEL); // fp[-32] = task->thread_pid, as a plain number
+    a.call(PROBE_READ_KERNEL); // scratch = task->thread_pid, as a plain number
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
-    a.op(LDX_DW, 3, 10, -32, 0);
+    a.op(LDX_DW, 3, 10, SCRATCH, 0);
     a.op(ADD64_REG, 3, 9, 0, 0);
     a.op(MOV64_REG, 1, 10, 0, 0);
-    a.op(ADD64_IMM, 1, 0, 0, -24);
+    a.op(ADD64_IMM, 1, 0, 0, REC as i32);
     a.op(MOV64_IMM, 2, 0, 0, 4);
     a.call(PROBE_READ_KERNEL); // r.tgid = numbers[level].nr
     a.jump(JNE_IMM, 0, 0, 0, Label::Out);
-    a.place(Label::Store);
-    // Only a complete translation is kept: last = (this tgid, its number).
-    a.op(LDX_W, 1, 10, -24, 0);
-    a.op(STX_W, 8, 1, 8, 0);
-    a.op(LDX_W, 1, 10, -56, 0);
-    a.op(STX_W, 8, 1, 0, 0);
-    a.place(Label::Write);
-    // seq_write(ctx->meta->seq, &r, 24)
+    a.place(Label::Identity);
+    // A process's first record is preceded by its identity: (its number, u32::MAX, the
+    // effective uid of its objective credentials (what /proc/PID/status shows), 0, comm).
+    a.op(LDX_W, 1, 10, REC, 0);
+    a.op(STX_W, 10, 1, ID, 0);
+    a.op(MOV64_IMM, 1, 0, 0, -1);
+    a.op(STX_W, 10, 1, ID + 4, 0);
+    a.load(8, 1, 7, l.task_real_cred);
+    a.load(4, 1, 1, l.cred_euid);
+    a.op(STX_W, 10, 1, ID + 8, 0);
+    a.op(MOV64_IMM, 1, 0, 0, 0);
+    a.op(STX_W, 10, 1, ID + 12, 0);
+    a.op(MOV64_REG, 1, 10, 0, 0);
+    a.op(ADD64_IMM, 1, 0, 0, (ID + 16) as i32);
+    a.op(MOV64_IMM, 2, 0, 0, 16);
+    a.op(MOV64_REG, 3, 7, 0, 0);
+    a.op(ADD64_IMM, 3, 0, 0, l.task_comm as i32);
+    a.call(PROBE_READ_KERNEL); // comm (zeroed if the read fails)
     a.load(8, 1, 6, l.meta_seq);
     a.op(MOV64_REG, 2, 10, 0, 0);
-    a.op(ADD64_IMM, 2, 0, 0, -24);
+    a.op(ADD64_IMM, 2, 0, 0, ID as i32);
     a.op(MOV64_IMM, 3, 0, 0, RECORD_LEN as i32);
     a.call(SEQ_WRITE);
+    // No room left in this read: the kernel shows this file again in the next one, and
+    // nothing was kept, so it is identified again.
+    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.place(Label::Write);
+    // seq_write(ctx->meta->seq, &r, 32)
+    a.load(8, 1, 6, l.meta_seq);
+    a.op(MOV64_REG, 2, 10, 0, 0);
+    a.op(ADD64_IMM, 2, 0, 0, REC as i32);
+    a.op(MOV64_IMM, 3, 0, 0, RECORD_LEN as i32);
+    a.call(SEQ_WRITE);
+    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    // Kept only once the records are written: last = (this tgid, its number). A file whose
+    // records did not fit is shown again, and its process translated and identified again.
+    a.op(LDX_W, 1, 10, REC, 0);
+    a.op(STX_W, 8, 1, 8, 0);
+    a.op(LDX_W, 1, 10, TGID0, 0);
+    a.op(STX_W, 8, 1, 0, 0);
     a.place(Label::Out);
     a.op(MOV64_IMM, 0, 0, 0, 0);
     a.op(EXIT, 0, 0, 0, 0);
@@ -555,7 +627,7 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.code
 }
 
-/// One record of the iterator's output.
+/// One file record of the iterator's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record {
     /// Thread-group id, in the reader's pid namespace.
@@ -568,14 +640,67 @@ pub struct Record {
     pub start_ns: u64,
 }
 
+/// The identity of a process, as the iterator saw it just before its first file record: read
+/// from the same task, so it cannot belong to a later process that reused the pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// Thread-group id, in the reader's pid namespace.
+    pub tgid: u32,
+    /// Effective uid of the objective credentials (`task->real_cred->euid`, what
+    /// `/proc/PID/status` shows on its `Uid:` line, second field, for a reader in the initial
+    /// user namespace, which the BPF scan's capabilities require).
+    pub euid: u32,
+    /// `task->comm` up to its first NUL (what `/proc/PID/comm` shows); empty if it could not
+    /// be read.
+    pub comm: [u8; 16],
+}
+
+impl Identity {
+    /// The command name's bytes.
+    pub fn comm(&self) -> &[u8] {
+        let end = self.comm.iter().position(|&b| b == 0).unwrap_or(16);
+        &self.comm[..end]
+    }
+}
+
+/// One record of the iterator's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// A file of a process (a socket, or a marker that the process was visited).
+    File(Record),
+    /// A process's identity, written before its first file record.
+    Identity(Identity),
+}
+
+/// The `fd` field of an identity record (no fd is that high: they are `int`s).
+const IDENTITY_TAG: u32 = u32::MAX;
+
 /// Decodes the iterator's output; a trailing partial record (which the kernel never writes) is
 /// ignored.
-pub fn records(data: &[u8]) -> impl Iterator<Item = Record> + '_ {
-    data.chunks_exact(RECORD_LEN).map(|c| Record {
-        tgid: u32::from_ne_bytes([c[0], c[1], c[2], c[3]]),
-        fd: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
-        inode: u64::from_ne_bytes([c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]]),
-        start_ns: u64::from_ne_bytes([c[16], c[17], c[18], c[19], c[20], c[21], c[22], c[23]]),
+pub fn records(data: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+    let u32_at = |c: &[u8], i: usize| u32::from_ne_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+    let u64_at = |c: &[u8], i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&c[i..i + 8]);
+        u64::from_ne_bytes(b)
+    };
+    data.chunks_exact(RECORD_LEN).map(move |c| {
+        if u32_at(c, 4) == IDENTITY_TAG {
+            let mut comm = [0u8; 16];
+            comm.copy_from_slice(&c[16..32]);
+            Entry::Identity(Identity {
+                tgid: u32_at(c, 0),
+                euid: u32_at(c, 8),
+                comm,
+            })
+        } else {
+            Entry::File(Record {
+                tgid: u32_at(c, 0),
+                fd: u32_at(c, 4),
+                inode: u64_at(c, 8),
+                start_ns: u64_at(c, 16),
+            })
+        }
     })
 }
 
@@ -617,6 +742,18 @@ mod tests {
             ],
         );
         let ppid = b.ptr(pid);
+        let uid_t = b.typedef("uid_t", uint);
+        let kuid = b.composite("", false, 4, &[("val", uid_t, 0)]);
+        let kuid_t = b.typedef("kuid_t", kuid);
+        let cred = b.composite(
+            "cred",
+            false,
+            176,
+            &[("usage", int, 0), ("uid", kuid_t, 32), ("euid", kuid_t, 96)],
+        );
+        let pcred = b.ptr(cred);
+        let chr = b.int("char", 1);
+        let comm = b.array(chr, int, 16);
         let inner = b.composite(
             "",
             false,
@@ -626,6 +763,8 @@ mod tests {
                 ("tgid", pid_t, 8032),
                 ("thread_pid", ppid, 9024),
                 ("start_boottime", ulong, 9600),
+                ("real_cred", pcred, 10240),
+                ("comm", comm, 10368),
             ],
         );
         b.composite(
@@ -683,6 +822,10 @@ mod tests {
                 l.task_start_boottime
             ),
             (8 + 1000, 8 + 1004, 8 + 1128, 8 + 1200)
+        );
+        assert_eq!(
+            (l.task_real_cred, l.task_comm, l.cred_euid),
+            (8 + 1280, 8 + 1296, 12)
         );
         assert_eq!(
             (l.pid_level, l.pid_numbers, l.upid_nr, l.upid_size),
@@ -749,12 +892,29 @@ mod tests {
                 PROBE_READ_KERNEL,
                 PROBE_READ_KERNEL,
                 PROBE_READ_KERNEL,
-                SEQ_WRITE,
+                PROBE_READ_KERNEL, // comm
+                SEQ_WRITE,         // the identity
+                SEQ_WRITE,         // the file
             ]);
             assert_eq!(calls, want);
+            let off = |i: &u64| i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]);
             // The inode offset made it into the i_ino load.
-            assert!(p.iter().any(|i| code(i) == LDX_DW
-                && i16::from_le_bytes([i.to_le_bytes()[2], i.to_le_bytes()[3]]) == 64));
+            assert!(p.iter().any(|i| code(i) == LDX_DW && off(i) == 64));
+            // The euid is loaded through task->real_cred.
+            assert!(p.windows(2).any(|w| code(&w[0]) == LDX_DW
+                && off(&w[0]) == 8 + 1280
+                && code(&w[1]) == LDX_W
+                && off(&w[1]) == 12));
+            // Every seq_write writes a whole record.
+            let sizes: Vec<i32> = p
+                .windows(2)
+                .filter(|w| code(&w[1]) == CALL && code(&w[0]) == MOV64_IMM)
+                .filter(|w| {
+                    i32::from_le_bytes(w[1].to_le_bytes()[4..8].try_into().unwrap()) == SEQ_WRITE
+                })
+                .map(|w| i32::from_le_bytes(w[0].to_le_bytes()[4..8].try_into().unwrap()))
+                .collect();
+            assert_eq!(sizes, [RECORD_LEN as i32; 2]);
         }
     }
 
@@ -805,25 +965,52 @@ mod tests {
             data.extend_from_slice(&f.to_ne_bytes());
             data.extend_from_slice(&i.to_ne_bytes());
             data.extend_from_slice(&st.to_ne_bytes());
+            data.extend_from_slice(&0u64.to_ne_bytes());
         }
+        // An identity: (tgid, u32::MAX, euid, 0, comm).
+        data.extend_from_slice(&42u32.to_ne_bytes());
+        data.extend_from_slice(&u32::MAX.to_ne_bytes());
+        data.extend_from_slice(&1000u32.to_ne_bytes());
+        data.extend_from_slice(&0u32.to_ne_bytes());
+        data.extend_from_slice(b"nginx\0\0\0\0\0\0\0\0\0\0\0");
         data.push(0);
         let r: Vec<_> = records(&data).collect();
+        let mut comm = [0u8; 16];
+        comm[..5].copy_from_slice(b"nginx");
         assert_eq!(
             r,
             [
-                Record {
+                Entry::File(Record {
                     tgid: 1,
                     fd: 3,
                     inode: 77,
                     start_ns: 5
-                },
-                Record {
+                }),
+                Entry::File(Record {
                     tgid: 42,
                     fd: 9,
                     inode: u64::MAX,
                     start_ns: 1 << 40
-                }
+                }),
+                Entry::Identity(Identity {
+                    tgid: 42,
+                    euid: 1000,
+                    comm
+                })
             ]
+        );
+        let Entry::Identity(id) = r[2] else {
+            unreachable!()
+        };
+        assert_eq!(id.comm(), b"nginx");
+        // A name of the full 16 bytes has no NUL.
+        assert_eq!(
+            Identity {
+                comm: *b"0123456789abcdef",
+                ..id
+            }
+            .comm(),
+            b"0123456789abcdef"
         );
     }
 }

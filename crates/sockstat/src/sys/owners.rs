@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{Mode, OFlags, RawDir};
 use rustix::io::Errno;
 use sockstat_wire::fd_link::socket_inode;
+use sockstat_wire::task_file::Entry;
 use sockstat_wire::{mountinfo, proc_pid};
 
 use crate::error::{ErrorKind, SysError};
@@ -168,8 +169,9 @@ pub fn scan_any(
 }
 
 /// The owner scan through the kernel's `iter/task_file` BPF iterator ([`super::taskfile`]):
-/// the kernel lists every socket fd, and `/proc/PID` is read only for the identity (command,
-/// uid, arguments) of processes that hold sockets. Runs only where the iterator's pids are the
+/// the kernel lists every socket fd and names (command, uid) each process it visits, and
+/// `/proc/PID` is read only for the arguments (`-a`) of processes that hold sockets, or the
+/// identity of one the iterator could not name. Runs only where the iterator's pids are the
 /// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace. The
 /// kernel's walk runs on `threads` threads (one iterator per process listed) when more than one,
 /// or for the processes `query.pids` names alone ([`super::taskfile::Tasks`]).
@@ -208,8 +210,8 @@ pub fn scan_bpf(
     let (proc_fd, listed) = open_and_list(proc_root, query)?;
     let pid_wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
-    // Each visited leader's start time, to recognise its pid if it is reused before its
-    // identity is read below.
+    // Each visited leader's start time, to recognise its pid if it is reused before /proc is
+    // read for it below.
     let mut started: rustc_hash::FxHashMap<u32, u64> = rustc_hash::FxHashMap::default();
     let mut holders: Vec<Holder> = Vec::with_capacity(wanted.map_or(1024, <[u64]>::len));
     // Records are taken as the iterator's output is read, so it is never held whole.
@@ -223,18 +225,26 @@ pub fn scan_bpf(
     } else {
         super::taskfile::Tasks::All
     };
-    super::taskfile::for_each_record(wanted, tasks, |r| {
-        if seen.insert(r.tgid) {
-            started.insert(r.tgid, r.start_ns);
+    // Each visited leader's command and uid, as the iterator read them from the task itself.
+    let mut known: rustc_hash::FxHashMap<u32, sockstat_wire::task_file::Identity> =
+        rustc_hash::FxHashMap::default();
+    super::taskfile::for_each_record(wanted, tasks, |e| match e {
+        Entry::Identity(id) => {
+            known.insert(id.tgid, id);
         }
-        if r.inode != 0 && pid_wanted(r.tgid) {
-            holders.push(Holder {
-                inode: r.inode,
-                owner: Owner {
-                    pid: r.tgid,
-                    fd: r.fd,
-                },
-            });
+        Entry::File(r) => {
+            if seen.insert(r.tgid) {
+                started.insert(r.tgid, r.start_ns);
+            }
+            if r.inode != 0 && pid_wanted(r.tgid) {
+                holders.push(Holder {
+                    inode: r.inode,
+                    owner: Owner {
+                        pid: r.tgid,
+                        fd: r.fd,
+                    },
+                });
+            }
         }
     })?;
     test_pause_after_iterator();
@@ -246,20 +256,25 @@ pub fn scan_bpf(
     let mut dropped: Vec<u32> = Vec::new();
     let clock = StartClock::new(&started);
     let args = query.args.then(ArgsReader::new);
-    // A few system calls per holder (its directory, start time, comm, status): shared out over
-    // the scan's threads when there are many holders (at 60k sockets, with 300 holders, most of
-    // the 6 ms between the iterator's end and the scan's).
+    // The iterator's identities need no system call; /proc is read for the arguments (-a), and
+    // for a process the iterator could not identify (its directory, start time, comm, status):
+    // shared out over the scan's threads when there are many such holders.
     let identify = |pids: &[u32]| -> Vec<(u32, Option<Process>)> {
         pids.iter()
             .map(|&pid| {
+                let seen = Seen {
+                    identity: known.get(&pid).filter(|id| !id.comm().is_empty()),
+                    started: started.get(&pid).copied(),
+                };
                 (
                     pid,
-                    identity(&proc_fd, pid, &started, &clock, args.as_ref(), query),
+                    identity(&proc_fd, pid, seen, &clock, args.as_ref(), query),
                 )
             })
             .collect()
     };
-    let identified: Vec<(u32, Option<Process>)> = if threads > 1 && pids.len() >= 64 {
+    let slow = args.is_some() || pids.iter().filter(|p| !known.contains_key(p)).count() >= 64;
+    let identified: Vec<(u32, Option<Process>)> = if threads > 1 && slow && pids.len() >= 64 {
         let chunk = pids.len().div_ceil(threads);
         std::thread::scope(|sc| {
             let parts: Vec<_> = pids
@@ -319,7 +334,7 @@ pub fn scan_bpf(
 }
 
 /// A test seam: with `SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS` set, says so on stderr and waits
-/// that long between the iterator and the identity reads, so a test can reuse a pid in the
+/// that long between the iterator and the /proc reads, so a test can reuse a pid in the
 /// window (tests/it/hardening_churn.rs). Bounded to 10 s; unset, it costs one getenv.
 fn test_pause_after_iterator() {
     if let Some(ms) = std::env::var("SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS")
@@ -635,43 +650,66 @@ fn is_kernel_thread(pdir: &OwnedFd) -> bool {
         .unwrap_or(false)
 }
 
-/// Reads `comm` and the effective uid through the process directory fd.
+/// What the BPF iterator saw of a process: the identity it read from the task (`None` when
+/// it could not), and its start time.
+#[derive(Clone, Copy)]
+struct Seen<'a> {
+    identity: Option<&'a sockstat_wire::task_file::Identity>,
+    started: Option<u64>,
+}
+
 /// The identity of the process the iterator saw as `pid`, or `None` when its rows must go:
-/// it exited, its pid now names a later process, or `--command` does not select it.
+/// `--command` does not select it, or (when the iterator could not identify it) it exited or
+/// its pid now names a later process. What the iterator read is the identity of the process
+/// that held the sockets, whatever happened to it since; `/proc` is read only for its
+/// arguments (`-a`), and only while the pid still names it.
 fn identity(
     proc_fd: &OwnedFd,
     pid: u32,
-    started: &rustc_hash::FxHashMap<u32, u64>,
+    seen: Seen<'_>,
     clock: &StartClock,
     args: Option<&ArgsReader>,
     query: &Query,
 ) -> Option<Process> {
-    let name = itoa_pid(pid);
     let mut process = Process {
         pid,
         ..Process::default()
     };
-    match open_dir_at(proc_fd, name.as_c_str()) {
-        Ok(pdir) => {
-            // The pid now names a later process than the one the iterator saw: that one
-            // exited (as if the /proc scan had missed it), and the rows must not be given
-            // to the newcomer. The identity below is read through the same directory fd,
-            // so it is the identity of the process whose start time matched.
-            if started
-                .get(&pid)
-                .is_some_and(|&ns| clock.reused(ns, read_start_ticks(&pdir)))
-            {
-                return None;
+    if let Some(id) = seen.identity {
+        process.command = Some(RawString::new(id.comm()));
+        process.uid = Some(id.euid);
+    }
+    if seen.identity.is_none() || args.is_some() {
+        let name = itoa_pid(pid);
+        match open_dir_at(proc_fd, name.as_c_str()) {
+            Ok(pdir) => {
+                // The pid now names a later process than the one the iterator saw: that one
+                // exited, and nothing read here may be given to the newcomer. Without the
+                // iterator's identity its rows go (as if the /proc scan had missed it). What is
+                // read below is read through the same directory fd, so it is the process whose
+                // start time matched.
+                let reused = seen
+                    .started
+                    .is_some_and(|ns| clock.reused(ns, read_start_ticks(&pdir)));
+                match (reused, seen.identity) {
+                    (true, None) => return None,
+                    (true, Some(_)) => {}
+                    (false, known) => {
+                        if known.is_none() {
+                            read_identity(&pdir, &mut process);
+                        }
+                        if let Some(a) = args {
+                            a.request(pid, &pdir);
+                        }
+                    }
+                }
             }
-            read_identity(&pdir, &mut process);
-            if let Some(a) = args {
-                a.request(pid, &pdir);
-            }
+            // Exited since the iterator ran: as the /proc scan would not have seen it, unless
+            // the iterator identified it.
+            Err(Errno::NOENT | Errno::SRCH) if seen.identity.is_none() => return None,
+            // Anything else: the holder is real; what was not read stays unknown.
+            Err(_) => {}
         }
-        // Exited since the iterator ran: as the /proc scan would not have seen it.
-        Err(Errno::NOENT | Errno::SRCH) => return None,
-        // Anything else: the holder is real; its identity stays unknown.
-        Err(_) => {}
     }
     if query.command.is_some() && !query.may_match_process(&process) {
         return None;

@@ -9,7 +9,7 @@
 //! `/proc`. The program, its link and the iterator are file descriptors of this process,
 //! released when they drop: nothing is pinned and nothing outlives the scan.
 
-use sockstat_wire::task_file::Record;
+use sockstat_wire::task_file::Entry;
 #[cfg(feature = "bpf")]
 use std::os::fd::AsRawFd;
 
@@ -37,14 +37,29 @@ pub enum Tasks<'a> {
     },
 }
 
-/// Runs the iterators and returns, for every thread-group leader they visit, a record per fd
-/// holding a wanted socket (every socket when `wanted` is `None`, else those whose inodes it
-/// lists) and one record with inode 0 when it has any other file.
+/// Runs the iterators and returns, for every thread-group leader they visit, its identity,
+/// then a record per fd holding a wanted socket (every socket when `wanted` is `None`, else
+/// those whose inodes it lists) and one record with inode 0 when it has any other file.
 #[cfg(all(test, feature = "bpf"))]
-pub fn records(wanted: Option<&[u64]>, tasks: Tasks<'_>) -> Result<Vec<Record>, SysError> {
+pub fn entries(wanted: Option<&[u64]>, tasks: Tasks<'_>) -> Result<Vec<Entry>, SysError> {
     let mut out = Vec::new();
     for_each_record(wanted, tasks, |r| out.push(r))?;
     Ok(out)
+}
+
+/// [`entries`]' file records.
+#[cfg(all(test, feature = "bpf"))]
+pub fn records(
+    wanted: Option<&[u64]>,
+    tasks: Tasks<'_>,
+) -> Result<Vec<sockstat_wire::task_file::Record>, SysError> {
+    Ok(entries(wanted, tasks)?
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::File(r) => Some(r),
+            Entry::Identity(_) => None,
+        })
+        .collect())
 }
 
 /// [`records`], each handed to `f`: as the iterator's output is read for [`Tasks::All`] (it is
@@ -53,7 +68,7 @@ pub fn records(wanted: Option<&[u64]>, tasks: Tasks<'_>) -> Result<Vec<Record>, 
 pub fn for_each_record(
     wanted: Option<&[u64]>,
     tasks: Tasks<'_>,
-    mut f: impl FnMut(Record),
+    mut f: impl FnMut(Entry),
 ) -> Result<(), SysError> {
     let (mut layout, cached) = super::timing::phase("layout", layout)?;
     let wanted = match wanted {
@@ -126,11 +141,11 @@ fn each_process(
     first: std::io::Result<std::os::fd::OwnedFd>,
     pids: &[u32],
     threads: usize,
-) -> Result<Vec<Vec<Record>>, SysError> {
+) -> Result<Vec<Vec<Entry>>, SysError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
     let first = first.map_err(|e| SysError::new("duplicating the BPF program's descriptor", e))?;
-    let walk = |prog: std::os::fd::OwnedFd| -> Result<Vec<Record>, SysError> {
+    let walk = |prog: std::os::fd::OwnedFd| -> Result<Vec<Entry>, SysError> {
         let mut out = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -290,7 +305,7 @@ fn kernel_btf() -> Result<Vec<u8>, SysError> {
 pub fn for_each_record(
     _wanted: Option<&[u64]>,
     _tasks: Tasks<'_>,
-    _f: impl FnMut(Record),
+    _f: impl FnMut(Entry),
 ) -> Result<(), SysError> {
     Err(SysError::other(
         "the BPF owner scan",
@@ -443,7 +458,7 @@ mod sys {
     /// next read.
     pub fn read_records(
         iter: &OwnedFd,
-        mut f: impl FnMut(sockstat_wire::task_file::Record),
+        mut f: impl FnMut(sockstat_wire::task_file::Entry),
     ) -> Result<(), SysError> {
         use sockstat_wire::task_file::{records, RECORD_LEN};
         let mut chunk = vec![0u8; 256 * 1024];
@@ -470,6 +485,8 @@ mod tests {
     use std::os::fd::AsRawFd;
     use std::os::linux::fs::MetadataExt;
 
+    use sockstat_wire::task_file::Entry;
+
     /// As root, the iterator reports this process's own sockets, by fd and inode, under the pid
     /// /proc gives it.
     #[test]
@@ -486,9 +503,41 @@ mod tests {
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
         let file = std::fs::File::open("/proc/self/status").unwrap();
-        let records = super::records(None, super::Tasks::All)
+        let entries = super::entries(None, super::Tasks::All)
             .expect("the BPF scan runs as root on this kernel");
         let me = std::process::id();
+        // Every process's first entry is its identity, and it has one: for this one, what
+        // /proc/self/comm and /proc/self/status say.
+        let mut identified = std::collections::HashSet::new();
+        for e in &entries {
+            match e {
+                Entry::Identity(id) => assert!(identified.insert(id.tgid), "{id:?} twice"),
+                Entry::File(r) => {
+                    assert!(identified.contains(&r.tgid), "{r:?} before its identity")
+                }
+            }
+        }
+        let mine = entries
+            .iter()
+            .find_map(|e| match e {
+                Entry::Identity(id) if id.tgid == me => Some(*id),
+                _ => None,
+            })
+            .expect("this process identified");
+        let comm = std::fs::read("/proc/self/comm").unwrap();
+        assert_eq!(mine.comm(), comm.strip_suffix(b"\n").unwrap());
+        let status = std::fs::read("/proc/self/status").unwrap();
+        assert_eq!(
+            Some(mine.euid),
+            sockstat_wire::proc_pid::effective_uid(&status)
+        );
+        let records: Vec<_> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::File(r) => Some(*r),
+                Entry::Identity(_) => None,
+            })
+            .collect();
         let inode = |fd: i32| {
             std::fs::metadata(format!("/proc/self/fd/{fd}"))
                 .unwrap()
@@ -519,7 +568,7 @@ mod tests {
             a.as_raw_fd(),
             b.as_raw_fd(),
         ] {
-            let want = super::Record {
+            let want = sockstat_wire::task_file::Record {
                 tgid: me,
                 fd: fd as u32,
                 inode: inode(fd),
