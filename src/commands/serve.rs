@@ -282,6 +282,12 @@ impl Collector {
         q.tcp_info = true;
         q.memory = true;
         q.congestion = true;
+        // Every family is keyed by its labels and written in their order, and the diagnosis is
+        // exported as counts by rule and severity: nothing here depends on the sockets' order,
+        // so they are not sorted (render::metrics' test `the_exposition_does_not_depend_on_the_order_of_sockets`).
+        q.sorted = false;
+        // Unix sockets are only counted by state: their names, peers and memory go unread.
+        q.unix_details = false;
         q.proc_root = proc_root.clone();
         q.zones = zones;
         Collector {

@@ -41,6 +41,7 @@ mod owner_scan;
 mod package_deb;
 mod pipe;
 mod ports;
+mod query_options;
 mod replay;
 mod rules;
 mod serve;

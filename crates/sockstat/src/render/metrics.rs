@@ -982,6 +982,78 @@ mod tests {
         })
     }
 
+    /// The exporter does not sort its samples (`Query::sorted` off): every family must come
+    /// out the same whatever order the sockets are in. The node's zones get listeners sharing a
+    /// port under two commands, UDP and TCP listeners, and destinations with equal counts (ties
+    /// at the `--top` cut), then are rendered with their sockets reversed, rotated and
+    /// interleaved, and the ports analysed again each time.
+    #[test]
+    fn the_exposition_does_not_depend_on_the_order_of_sockets() {
+        use crate::ports::tests::sock as psock;
+        let mut n = node();
+        let host = &mut n.zones[0].snapshot;
+        host.sockets
+            .extend(snapshot(b"nginx").sockets.into_iter().skip(1));
+        let mut other = sock(Proto::Tcp, State::Listen, "0.0.0.0", 80, (2, 64));
+        other.owners = vec![Owner { pid: 8, fd: 4 }];
+        host.sockets.push(other);
+        host.processes.insert(
+            8,
+            Process {
+                pid: 8,
+                command: Some(RawString::new(b"haproxy")),
+                uid: Some(0),
+                args: None,
+            },
+        );
+        for (i, dest) in ["192.0.2.1", "192.0.2.2", "192.0.2.3"].iter().enumerate() {
+            for p in 0..5u16 {
+                host.sockets.push(psock(
+                    State::Established,
+                    ("10.0.0.1", 50000 + 10 * i as u16 + p),
+                    Some((dest, 443)),
+                ));
+            }
+        }
+        let render_all = |n: &Node| {
+            let findings = [finding(RuleId::ListenOverflow, Severity::Critical, None)];
+            (
+                render_node(n, 2, Some(&findings)),
+                render_node(n, DEFAULT_TOP, Some(&findings)),
+            )
+        };
+        let reanalysed = |zones: Vec<ZoneSample>| {
+            let reports = zones
+                .iter()
+                .map(|z| crate::ports::analyze_zone(z, None, None, None))
+                .collect();
+            Node { zones, reports }
+        };
+        let want = render_all(&reanalysed(n.zones.clone()));
+        assert!(want.1.contains("command=\"haproxy\""), "{}", want.1);
+        let orders: [fn(&mut Vec<Socket>); 3] = [
+            |v| v.reverse(),
+            |v| {
+                let k = v.len() / 3;
+                v.rotate_left(k)
+            },
+            |v| {
+                let (even, odd): (Vec<_>, Vec<_>) =
+                    v.drain(..).enumerate().partition(|(i, _)| i % 2 == 0);
+                v.extend(odd.into_iter().chain(even).map(|(_, s)| s));
+            },
+        ];
+        for (k, order) in orders.iter().enumerate() {
+            let mut zones = n.zones.clone();
+            for z in &mut zones {
+                order(&mut z.snapshot.sockets);
+            }
+            assert_ne!(zones[0].snapshot.sockets, n.zones[0].snapshot.sockets);
+            let got = render_all(&reanalysed(zones));
+            assert_eq!(got, want, "order {k}");
+        }
+    }
+
     #[test]
     fn every_zone_has_its_own_series_with_its_zone_label() {
         let n = node();

@@ -421,7 +421,9 @@ fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
     }
     // Unix peers are named before filtering, so a client keeps its server's name (and
     // `--connected-to PATH` finds it) whether or not the server's end is selected.
-    fill_unix_peer_names(&mut g.sockets);
+    if q.unix_names_needed() {
+        fill_unix_peer_names(&mut g.sockets);
+    }
     g.sockets.retain(|s| q.matches_socket(s));
     g
 }
@@ -538,15 +540,19 @@ fn dump_target(
             .encode(seq),
             Target::Unix => unix_diag::UnixDiagReq {
                 states: q.kernel_states(Proto::Unix),
-                show: unix_diag::show::NAME
-                    | unix_diag::show::PEER
-                    | unix_diag::show::RQLEN
-                    | unix_diag::show::UID
-                    | if q.memory {
-                        unix_diag::show::MEMINFO
-                    } else {
-                        0
-                    },
+                show: if q.unix_names_needed() {
+                    unix_diag::show::NAME
+                        | unix_diag::show::PEER
+                        | unix_diag::show::RQLEN
+                        | unix_diag::show::UID
+                        | if q.memory {
+                            unix_diag::show::MEMINFO
+                        } else {
+                            0
+                        }
+                } else {
+                    unix_diag::show::RQLEN
+                },
             }
             .encode(seq),
             Target::Packet => packet_diag::PacketDiagReq {

@@ -149,7 +149,9 @@ pub(crate) fn collect_in(
             }
             None => gather_zones(q, ext, selected),
         })?;
-        timing::phase("sort", || sort_sockets(&mut g.sockets, &zones));
+        if q.sorted {
+            timing::phase("sort", || sort_sockets(&mut g.sockets, &zones));
+        }
         Ok((g, zones))
     };
     let panicked = || {
@@ -301,7 +303,9 @@ pub(crate) fn collect_in(
     }
 
     join::apply_owner_filters(q, &mut sockets, &snap);
-    join::order_ties_by_owner(&mut sockets);
+    if q.sorted {
+        join::order_ties_by_owner(&mut sockets);
+    }
     if let Some(index) = &index {
         peer_owners(q, plan, index, &sockets, &mut snap);
     }
