@@ -64,7 +64,7 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         })
         .collect();
     let mut held: BTreeMap<Group, Vec<&Flow<'_>>> = BTreeMap::new();
-    for f in &input.flows {
+    for f in input.flows() {
         if f.before.state != State::CloseWait || f.after.state != State::CloseWait {
             continue;
         }

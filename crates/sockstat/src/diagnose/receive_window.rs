@@ -44,7 +44,7 @@ pub const RECEIVING_BYTES: u64 = 65_536;
 /// Runs R2 over every flow, then the host checks.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = input
-        .flows
+        .flows()
         .iter()
         .filter_map(|f| flow_check(f, input))
         .collect();
@@ -281,7 +281,7 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
         return out;
     };
     let busiest = input
-        .flows
+        .flows()
         .iter()
         .filter(|f| f.d(TcpInfo::bytes_received).unwrap_or(0) >= RECEIVING_BYTES)
         .filter_map(|f| {

@@ -174,7 +174,7 @@ pub fn autotuned_size(tb: u64, mss: u32, tcp_wmem: Option<[u64; 3]>) -> bool {
 /// Runs R1 over every flow, then the host check.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = input
-        .flows
+        .flows()
         .iter()
         .filter_map(|f| flow_check(f, input))
         .collect();
@@ -545,9 +545,9 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
 }
 
 /// The active flow with the largest BDP that can be computed: (flow, bandwidth, BDP).
-pub(crate) fn busiest_bdp<'a>(input: &'a Input<'a>) -> Option<(Flow<'a>, f64, f64)> {
+pub(crate) fn busiest_bdp<'a>(input: &Input<'a>) -> Option<(Flow<'a>, f64, f64)> {
     input
-        .flows
+        .flows()
         .iter()
         .filter(|f| f.active())
         .filter_map(|f| {
