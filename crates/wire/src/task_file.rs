@@ -428,6 +428,17 @@ impl Asm {
         self.op(CALL, 0, 0, 0, helper);
     }
 
+    /// `seq_write(ctx->meta->seq, fp + at, RECORD_LEN)` (r6 holds `ctx->meta`); on failure
+    /// (no room left in this read), `goto Out`.
+    fn write_record(&mut self, l: &Layout, at: i16) {
+        self.load(8, 1, 6, l.meta_seq);
+        self.op(MOV64_REG, 2, 10, 0, 0);
+        self.op(ADD64_IMM, 2, 0, 0, i32::from(at));
+        self.op(MOV64_IMM, 3, 0, 0, RECORD_LEN as i32);
+        self.call(SEQ_WRITE);
+        self.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    }
+
     /// `dst = map` (a 16-byte `LD_IMM64` the kernel resolves from the map's fd).
     fn map_fd(&mut self, dst: u8, fd: i32) {
         self.op(LD_IMM64, dst, PSEUDO_MAP_FD, 0, fd);
@@ -598,22 +609,11 @@ pub fn program(l: &Layout, maps: Maps) -> Vec<u64> {
     a.op(MOV64_REG, 3, 7, 0, 0);
     a.op(ADD64_IMM, 3, 0, 0, l.task_comm as i32);
     a.call(PROBE_READ_KERNEL); // comm (zeroed if the read fails)
-    a.load(8, 1, 6, l.meta_seq);
-    a.op(MOV64_REG, 2, 10, 0, 0);
-    a.op(ADD64_IMM, 2, 0, 0, ID as i32);
-    a.op(MOV64_IMM, 3, 0, 0, RECORD_LEN as i32);
-    a.call(SEQ_WRITE);
-    // No room left in this read: the kernel shows this file again in the next one, and
-    // nothing was kept, so it is identified again.
-    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+                               // No room left in this read: the kernel shows this file again in the next one, and
+                               // nothing was kept, so it is identified again.
+    a.write_record(l, ID);
     a.place(Label::Write);
-    // seq_write(ctx->meta->seq, &r, 32)
-    a.load(8, 1, 6, l.meta_seq);
-    a.op(MOV64_REG, 2, 10, 0, 0);
-    a.op(ADD64_IMM, 2, 0, 0, REC as i32);
-    a.op(MOV64_IMM, 3, 0, 0, RECORD_LEN as i32);
-    a.call(SEQ_WRITE);
-    a.jump(JNE_IMM, 0, 0, 0, Label::Out);
+    a.write_record(l, REC);
     // Kept only once the records are written: last = (this tgid, its number). A file whose
     // records did not fit is shown again, and its process translated and identified again.
     a.op(LDX_W, 1, 10, REC, 0);
