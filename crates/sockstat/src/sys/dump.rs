@@ -338,6 +338,11 @@ impl<'a> Dumps<'a> {
         if let Some(b) = biggest {
             g.sockets = std::mem::take(&mut parts[b].sockets);
         }
+        move_in_parallel(
+            &mut g.sockets,
+            &mut parts,
+            super::cores().unwrap_or(1).min(4),
+        );
         for mut part in parts {
             while !part.sockets.is_empty() {
                 let from = part.sockets.len().saturating_sub(SLICE);
@@ -348,6 +353,62 @@ impl<'a> Dumps<'a> {
         }
         Ok(complete(self.q, self.net_dir, g))
     }
+}
+
+/// Moves the parts' sockets to the end of `into` on `threads` threads, when there are enough to be
+/// worth it and few enough that holding the parts and the whole at once costs little (the
+/// bound of the parallel sort, `super::PARALLEL_MAX`): the move is mostly the kernel zeroing
+/// the pages the vector grows into (4 ms on one core at 60k sockets). Otherwise the parts are
+/// left for the caller to move a slice at a time.
+fn move_in_parallel(into: &mut Vec<Socket>, parts: &mut [Gathered], threads: usize) {
+    let moved: usize = parts.iter().map(|p| p.sockets.len()).sum();
+    if threads < 2 || moved < 8192 || into.len() + moved > super::PARALLEL_MAX {
+        return;
+    }
+    into.reserve_exact(moved);
+    let start = into.len();
+    // Deal the parts out over the threads, biggest first, each to the one with least so far.
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(parts[i].sockets.len()));
+    let mut load = vec![0usize; threads];
+    let mut share: Vec<Vec<usize>> = vec![Vec::new(); threads];
+    for i in order {
+        let t = (0..threads).min_by_key(|&t| load[t]).unwrap_or(0);
+        load[t] += parts[i].sockets.len();
+        share[t].push(i);
+    }
+    // The spare capacity, cut into one slot range per part, in the parts' order.
+    let mut slots: Vec<Option<&mut [std::mem::MaybeUninit<Socket>]>> = Vec::new();
+    let mut rest = &mut into.spare_capacity_mut()[..moved];
+    for p in parts.iter() {
+        let (mine, tail) = rest.split_at_mut(p.sockets.len());
+        slots.push(Some(mine));
+        rest = tail;
+    }
+    let mut sources: Vec<Option<Vec<Socket>>> = parts
+        .iter_mut()
+        .map(|p| Some(std::mem::take(&mut p.sockets)))
+        .collect();
+    std::thread::scope(|sc| {
+        for list in share {
+            let work: Vec<_> = list
+                .iter()
+                .filter_map(|&i| Some((slots[i].take()?, sources[i].take()?)))
+                .collect();
+            sc.spawn(move || {
+                for (slots, sockets) in work {
+                    for (slot, s) in slots.iter_mut().zip(sockets) {
+                        slot.write(s);
+                    }
+                }
+            });
+        }
+    });
+    // SAFETY: the slot ranges partition `start..start + moved` of the capacity reserved above,
+    // each range is as long as its part's vector, and its thread wrote every slot of it (the
+    // scope returns only once every thread has; a thread that panicked would have panicked the
+    // scope, and this line is not reached: what was written then leaks, nothing is read).
+    unsafe { into.set_len(start + moved) };
 }
 
 /// A dump a thread has started: on a panic before it ended, its end is an error.
@@ -1012,5 +1073,69 @@ pub fn fill_unix_peer_names(sockets: &mut [Socket]) {
                 *name = Some(names[i].1.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SockType;
+
+    fn part(ids: std::ops::Range<u64>) -> Gathered {
+        Gathered {
+            sockets: ids
+                .map(|i| Socket {
+                    id: Some(i),
+                    ..Socket::new(
+                        Proto::Tcp,
+                        Family::Inet,
+                        SockType::Stream,
+                        crate::model::State::Established,
+                        Endpoint::Inet {
+                            addr: std::net::Ipv4Addr::LOCALHOST.into(),
+                            port: (i % 60_000) as u16,
+                        },
+                        None,
+                    )
+                })
+                .collect(),
+            ..Gathered::default()
+        }
+    }
+
+    /// The parallel move keeps every socket once, and empties the parts; with one thread, or
+    /// too few sockets, it leaves them to the caller.
+    #[test]
+    fn parts_moved_in_parallel_are_all_there_once() {
+        for threads in [1, 2, 3, 4] {
+            let mut into = part(0..5_000).sockets;
+            let mut parts = vec![
+                part(5_000..5_001),
+                part(5_001..12_000),
+                Gathered::default(),
+                part(12_000..15_500),
+                part(15_500..15_600),
+            ];
+            move_in_parallel(&mut into, &mut parts, threads);
+            if threads == 1 {
+                assert_eq!(into.len(), 5_000);
+                assert_eq!(parts.iter().map(|p| p.sockets.len()).sum::<usize>(), 10_600);
+                continue;
+            }
+            assert!(parts.iter().all(|p| p.sockets.is_empty()));
+            let mut ids: Vec<u64> = into.iter().filter_map(|s| s.id).collect();
+            assert_eq!(ids.len(), 15_600);
+            ids.sort_unstable();
+            assert!(ids.iter().copied().eq(0..15_600), "{threads} threads");
+            // Each socket is whole: its port still follows its id.
+            assert!(into
+                .iter()
+                .all(|s| s.local.port() == Some((s.id.unwrap() % 60_000) as u16)));
+        }
+        // Too few to be worth threads: left alone.
+        let mut into = part(0..10).sockets;
+        let mut parts = vec![part(10..20)];
+        move_in_parallel(&mut into, &mut parts, 4);
+        assert_eq!((into.len(), parts[0].sockets.len()), (10, 10));
     }
 }

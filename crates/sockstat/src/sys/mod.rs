@@ -804,7 +804,7 @@ pub fn sort_sockets(
 /// The largest table whose sort is split over the cores: merging the parts copies half the
 /// sort's items aside, 16 MB at a million sockets, against the big tables' memory budget
 /// (doc/BENCHMARKS.md, "Big tables"). Past it the sort runs in place on one thread.
-const PARALLEL_MAX: usize = 262_144;
+pub(crate) const PARALLEL_MAX: usize = 262_144;
 
 /// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), in `parts`
 /// parts on as many threads, merged after: the listing's sort is 11 ms of one core at 60k
