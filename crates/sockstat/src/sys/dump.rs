@@ -357,8 +357,8 @@ impl<'a> Dumps<'a> {
 
 /// Moves the parts' sockets to the end of `into` on `threads` threads, when there are enough to be
 /// worth it and few enough that holding the parts and the whole at once costs little (the
-/// bound of the parallel sort, `super::PARALLEL_MAX`): the move is mostly the kernel zeroing
-/// the pages the vector grows into (4 ms on one core at 60k sockets). Otherwise the parts are
+/// bound of the parallel sort, `super::PARALLEL_MAX`): the move took 4 ms on one core at 60k
+/// sockets, much of it page faults on the memory the vector grows into. Otherwise the parts are
 /// left for the caller to move a slice at a time.
 fn move_in_parallel(into: &mut Vec<Socket>, parts: &mut [Gathered], threads: usize) {
     let moved: usize = parts.iter().map(|p| p.sockets.len()).sum();

@@ -262,13 +262,13 @@ pub fn scan_bpf(
     let identify = |pids: &[u32]| -> Vec<(u32, Option<Process>)> {
         pids.iter()
             .map(|&pid| {
-                let seen = Seen {
+                let saw = Seen {
                     identity: known.get(&pid).filter(|id| !id.comm().is_empty()),
                     started: started.get(&pid).copied(),
                 };
                 (
                     pid,
-                    identity(&proc_fd, pid, seen, &clock, args.as_ref(), query),
+                    identity(&proc_fd, pid, saw, &clock, args.as_ref(), query),
                 )
             })
             .collect()
