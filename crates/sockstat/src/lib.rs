@@ -105,6 +105,7 @@ pub mod join;
 pub mod kill;
 pub mod model;
 pub mod ports;
+pub mod privilege;
 pub mod query;
 pub mod render;
 pub mod sample;

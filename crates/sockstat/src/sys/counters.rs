@@ -69,7 +69,7 @@ impl ProcPaths {
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, Error> {
-    match std::fs::read_to_string(path) {
+    match super::procfs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::proc(path, e)),

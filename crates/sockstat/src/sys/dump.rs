@@ -476,7 +476,7 @@ fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
     // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
     // every source selects the same sockets.
     if q.hide_time_wait && q.states.is_none() && q.wants_proto(Proto::Tcp) {
-        if let Ok(text) = std::fs::read_to_string(net_dir.join("sockstat")) {
+        if let Ok(text) = super::procfs::read_to_string(&net_dir.join("sockstat")) {
             g.hidden_time_wait += sockstat_wire::snmp::sockstat_tcp_field(&text, "tw").unwrap_or(0);
         }
     }
@@ -860,7 +860,7 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
     }
     for name in files {
         let path = net.join(name);
-        let text = match std::fs::read(&path) {
+        let text = match super::procfs::read(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // The kernel lacks this protocol (no udplite, no IPv6): nothing to list.

@@ -11,6 +11,7 @@ pub mod dump;
 pub mod netlink;
 pub mod netns;
 pub mod owners;
+pub mod procfs;
 pub mod sampler;
 pub mod skb_drops;
 pub mod sysctl;
@@ -418,7 +419,7 @@ fn peer_owners(
 /// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.
 fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
     let mountinfo_path = q.proc_root.join("self/mountinfo");
-    let mountinfo = match std::fs::read_to_string(&mountinfo_path) {
+    let mountinfo = match procfs::read_to_string(&mountinfo_path) {
         Ok(t) => t,
         Err(e) => {
             snap.warnings.push(Warning {

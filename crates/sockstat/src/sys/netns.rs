@@ -59,7 +59,7 @@ fn readlink_ns(proc_fd: &OwnedFd, rel: &str) -> Option<u64> {
 }
 
 fn stat_ino(proc_fd: &OwnedFd, rel: &str) -> Option<u64> {
-    rustix::fs::statat(proc_fd, rel, rustix::fs::AtFlags::empty())
+    rustix::fs::statat(proc_fd, rel, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
         .ok()
         .map(|st| st.st_ino)
 }
@@ -201,7 +201,7 @@ pub fn discover(proc_root: &Path) -> (Vec<ZoneTarget>, Vec<Warning>) {
         .into_iter()
         .map(|(key, f)| {
             let mount = f.netns.and_then(|n| mounts.get(&n));
-            let zone = name_zone(proc_root, key, &f, global, mount);
+            let zone = name_zone(&proc_fd, key, &f, global, mount);
             let mut enter: Vec<PathBuf> =
                 mount.map(|(path, _, _)| path.clone()).into_iter().collect();
             enter.extend(
@@ -268,7 +268,7 @@ fn procnet_inode_through(path: &Path, ino: u64, proc_root: &Path) -> Option<u64>
 }
 
 fn name_zone(
-    proc_root: &Path,
+    proc_fd: &OwnedFd,
     key: u64,
     f: &Found,
     global: Option<u64>,
@@ -289,9 +289,10 @@ fn name_zone(
     }
     // A container that lives here names it (a pod's containers share the namespace).
     for pid in &f.members {
-        let Ok(text) = std::fs::read_to_string(proc_root.join(format!("{pid}/cgroup"))) else {
+        let Ok(text) = super::procfs::read_pid_file(proc_fd, *pid, c"cgroup") else {
             continue;
         };
+        let text = String::from_utf8_lossy(&text);
         let Some(c) = sockstat_wire::cgroup::paths(&text)
             .into_iter()
             .find_map(zone::container_from_cgroup)
@@ -304,13 +305,7 @@ fn name_zone(
         z.name = match c.kind {
             ZoneKind::Kubernetes => {
                 let pod = c.pod_uid.as_deref().and_then(|uid| {
-                    let dirs: Vec<String> = std::fs::read_dir("/var/log/pods")
-                        .map(|rd| {
-                            rd.flatten()
-                                .map(|e| e.file_name().to_string_lossy().into_owned())
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let dirs = runtime_dir("/var/log/pods");
                     zone::pod_from_log_dirs(dirs.iter().map(String::as_str), uid)
                 });
                 z.pod = pod.clone();
@@ -319,25 +314,19 @@ fn name_zone(
             ZoneKind::Docker => {
                 c.id.as_deref()
                     .and_then(|id| {
-                        std::fs::read_to_string(format!(
-                            "/var/lib/docker/containers/{id}/config.v2.json"
-                        ))
-                        .ok()
+                        runtime_file(&format!("/var/lib/docker/containers/{id}/config.v2.json"))
                     })
                     .and_then(|j| zone::docker_name(&j))
                     .unwrap_or_else(|| short(c.id.as_deref().unwrap_or("?")))
             }
-            ZoneKind::Podman => {
-                c.id.as_deref()
-                    .and_then(|id| {
-                        std::fs::read_to_string(
-                            "/var/lib/containers/storage/overlay-containers/containers.json",
-                        )
-                        .ok()
+            ZoneKind::Podman => c
+                .id
+                .as_deref()
+                .and_then(|id| {
+                    runtime_file("/var/lib/containers/storage/overlay-containers/containers.json")
                         .and_then(|j| zone::storage_name(&j, id))
-                    })
-                    .unwrap_or_else(|| short(c.id.as_deref().unwrap_or("?")))
-            }
+                })
+                .unwrap_or_else(|| short(c.id.as_deref().unwrap_or("?"))),
             _ => c
                 .name
                 .clone()
@@ -361,16 +350,63 @@ fn name_zone(
     z
 }
 
+/// A container runtime's file (a container's name is in it), read with the caller's own
+/// rights: these files are not what the capabilities sockstat may be given are for, and a
+/// Docker container's `config.v2.json` holds its environment too
+/// ([`crate::privilege::as_caller`]).
+fn runtime_file(path: &str) -> Option<String> {
+    crate::privilege::as_caller(|| std::fs::read_to_string(path).ok())
+        .ok()
+        .flatten()
+}
+
+/// The entry names of a container runtime's directory, listed with the caller's own rights
+/// (as [`runtime_file`]).
+fn runtime_dir(path: &str) -> Vec<String> {
+    crate::privilege::as_caller(|| {
+        std::fs::read_dir(path)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+    .unwrap_or_default()
+}
+
 fn short(id: &str) -> String {
     id.chars().take(12).collect()
 }
 
+/// The filesystem of namespace files (`NSFS_MAGIC`, include/uapi/linux/magic.h).
+const NSFS_MAGIC: i64 = 0x6e73_6673;
+
 /// Opens namespace file `path` to join it; when `expect` is given, the file must still be
 /// that namespace (a member's pid may have been reused since it was found). A file that is gone,
-/// or is another namespace now, is [`ErrorKind::Gone`].
+/// or is another namespace now, is [`ErrorKind::Gone`]. `/proc/PID/ns/net` is a link the
+/// kernel means to be followed; what it leads to must be a namespace (nsfs), so that a tree
+/// given as `--proc-root` cannot make it open another file.
 fn open_ns(path: &Path, expect: Option<u64>) -> Result<OwnedFd, SysError> {
-    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| SysError::new(format!("cannot open {}", path.display()), e))?;
+    // O_NONBLOCK: opening a FIFO put in its place returns at once (setns ignores the flag).
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| SysError::new(format!("cannot open {}", path.display()), e))?;
+    let fs = rustix::fs::fstatfs(&fd)
+        .map_err(|e| SysError::new(format!("cannot stat {}", path.display()), e))?;
+    // A mount removed by `ip netns del` leaves an empty file behind for a moment: that
+    // namespace is gone, as is one whose file is no namespace at all.
+    #[allow(clippy::unnecessary_cast)] // f_type is i64 on some targets, i32 on others
+    if fs.f_type as i64 != NSFS_MAGIC {
+        return Err(SysError::other(
+            format!("cannot open {}", path.display()),
+            ErrorKind::Gone,
+            "it is not a namespace (any more)",
+        ));
+    }
     if let Some(ino) = expect {
         let st = rustix::fs::fstat(&fd)
             .map_err(|e| SysError::new(format!("cannot stat {}", path.display()), e))?;

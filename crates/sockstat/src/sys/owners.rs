@@ -12,9 +12,13 @@
 //! pid reused by a new process mid-scan cannot mix two processes' data: a `/proc/<pid>` directory
 //! fd stays bound to the process it was opened for, and reads through it fail once that process
 //! is gone. The scan only reads; it never stops, traces or signals a process.
+//!
+//! Nothing under `/proc/PID` is opened through a link (`O_NOFOLLOW` at each step; the fd links
+//! are read with `readlinkat`, never followed), since a real proc mount has none there: a tree
+//! given as `--proc-root` (refused while the process has more privilege than its caller, and
+//! otherwise read with the caller's own rights) cannot point a process's `cmdline` at a file.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
@@ -28,6 +32,7 @@ use sockstat_wire::fd_link::socket_inode;
 use sockstat_wire::task_file::Entry;
 use sockstat_wire::{mountinfo, proc_pid};
 
+use super::procfs::{open_dir_at, read_at};
 use crate::error::{ErrorKind, SysError};
 use crate::model::{Owner, Process, RawString};
 use crate::query::Query;
@@ -335,10 +340,10 @@ pub fn scan_bpf(
 
 /// A test seam: with `SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS` set, says so on stderr and waits
 /// that long between the iterator and the /proc reads, so a test can reuse a pid in the
-/// window (tests/it/hardening_churn.rs). Bounded to 10 s; unset, it costs one getenv.
+/// window (tests/it/hardening_churn.rs). Bounded to 10 s; unset, it costs one getenv. Never
+/// acted on in a process with more privilege than its caller ([`crate::privilege::test_hook`]).
 fn test_pause_after_iterator() {
-    if let Some(ms) = std::env::var("SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS")
-        .ok()
+    if let Some(ms) = crate::privilege::test_hook("SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS")
         .and_then(|v| v.parse::<u64>().ok())
     {
         eprintln!("sockstat: test: iterator done, pausing {ms} ms");
@@ -417,13 +422,13 @@ const CAP_SYS_PTRACE: u32 = 19;
 /// When the mount table cannot be read it cannot be told: [`HidePid::Unknown`] says why.
 pub fn hidepid_hides_others(proc_root: &Path) -> HidePid {
     let status = std::fs::read("/proc/self/status")
-        .or_else(|_| std::fs::read(proc_root.join("self/status")))
+        .or_else(|_| super::procfs::read(&proc_root.join("self/status")))
         .unwrap_or_default();
     if proc_pid::cap_eff(&status).is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0) {
         return HidePid::No;
     }
     let mountinfo = match std::fs::read_to_string("/proc/self/mountinfo")
-        .or_else(|_| std::fs::read_to_string(proc_root.join("self/mountinfo")))
+        .or_else(|_| super::procfs::read_to_string(&proc_root.join("self/mountinfo")))
     {
         Ok(t) => t,
         Err(e) => return HidePid::Unknown(format!("cannot read /proc/self/mountinfo: {e}")),
@@ -490,10 +495,13 @@ impl<'a> Worker<'a> {
             Ok(fd) => fd,
             // Visible but closed to us (hidepid=1/noaccess): its sockets are hidden, not unowned.
             Err(Errno::ACCESS | Errno::PERM) => {
-                let uid =
-                    rustix::fs::statat(self.proc_fd, name.as_c_str(), rustix::fs::AtFlags::empty())
-                        .ok()
-                        .map(|st| st.st_uid);
+                let uid = rustix::fs::statat(
+                    self.proc_fd,
+                    name.as_c_str(),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .ok()
+                .map(|st| st.st_uid);
                 self.unreadable.push((pid, uid));
                 return;
             }
@@ -580,16 +588,6 @@ fn open_and_list(proc_root: &Path, query: &Query) -> Result<(OwnedFd, Vec<u32>),
             .map_err(|e| SysError::new(format!("cannot list {}", proc_root.display()), e))?,
     };
     Ok((proc_fd, pids))
-}
-
-/// `openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)`.
-fn open_dir_at(dir: &OwnedFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
 }
 
 /// Walks one `/proc/<pid>/fd` directory; returns true when links could not be read for lack of
@@ -904,21 +902,6 @@ fn read_args(pdir: &OwnedFd) -> Option<Vec<RawString>> {
         return Some(Vec::new());
     }
     Some(data.split(|&b| b == 0).map(RawString::new).collect())
-}
-
-/// One `openat` + `read` (+ close) relative to a directory fd; `None` on any failure.
-fn read_at(dir: &OwnedFd, name: &CStr, buf: &mut [u8]) -> Option<usize> {
-    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let mut filled = 0;
-    while filled < buf.len() {
-        match rustix::io::read(&fd, &mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(Errno::INTR) => continue,
-            Err(_) => return None,
-        }
-    }
-    Some(filled)
 }
 
 /// The decimal name of a pid as a C string, without allocating per call beyond the CString.

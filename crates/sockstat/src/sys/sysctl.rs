@@ -49,7 +49,7 @@ impl Reader<'_> {
     fn text(&mut self, name: &str) -> Option<String> {
         let dir = self.paths.sys.as_ref()?;
         let path = dir.join(name.replace('.', "/"));
-        match std::fs::read_to_string(&path) {
+        match super::procfs::read_to_string(&path) {
             Ok(t) => Some(t),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => {
