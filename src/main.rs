@@ -26,6 +26,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    // With more privilege than its caller, no path the caller names is opened with it.
+    if let Err(refused) = privileges::check_inputs() {
+        eprintln!("sockstat: {refused}");
+        return ExitCode::from(2);
+    }
     let result = match &cli.command {
         Some(cmd) => commands::run(cmd, &cli),
         None => run(&cli).map(|()| ExitCode::SUCCESS),

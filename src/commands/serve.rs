@@ -77,8 +77,14 @@ sockstat_drops_total, sockstat_drops_uncounted_total. GET and HEAD are answered;
 get 405.
 
 Privileges: it keeps CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (to name the processes holding
-listeners), and CAP_SYS_ADMIN with -Z (to enter other namespaces), and drops every other
-capability once it listens.
+listeners), and CAP_SYS_ADMIN with -Z (to enter other namespaces), in its collection thread
+only, and drops every other capability once it listens; the threads that accept connections and
+parse requests hold none. With file capabilities, the web configuration is read with the
+caller's own rights.
+
+Clients: at most 64 connections, 8 per client address; 10 s from connect to a complete request
+(TLS handshake included), 30 s to take the answer; one password check at a time, others answered
+429 (doc/serve.md, Connections).
 
 Examples:
   sockstat serve                             http://127.0.0.1:9277/metrics
@@ -601,29 +607,44 @@ fn drain_events(mut tracer: Tracer, all_zones: bool) -> anyhow::Result<Arc<Mutex
     let clock = sockstat::events::Clock::now();
     std::thread::Builder::new()
         .name("events".into())
-        .spawn(move || loop {
-            let mut batch = Vec::new();
-            tracer.drain(|r| {
-                if let Some(e) = ConnEvent::from_record(&r, &clock) {
-                    if all_zones || Some(e.netns) == own {
-                        batch.push(e);
-                    }
-                }
-            });
-            let lost = tracer.lost();
-            {
-                let mut m = sink.lock().unwrap_or_else(|p| p.into_inner());
-                for e in &batch {
-                    m.add(e);
-                }
-                if let Ok(l) = lost {
-                    m.lost = l;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        .spawn(move || {
+            // Reading the ring buffer takes no privilege: this thread holds none.
+            let _ = privileges::keep_in_this_thread(CapabilitySet::empty());
+            events_loop(&mut tracer, &clock, own, all_zones, &sink);
         })
         .context("starting the events thread")?;
     Ok(metrics)
+}
+
+/// The events thread's work: every 100 ms, the events of the namespaces wanted, summed.
+fn events_loop(
+    tracer: &mut Tracer,
+    clock: &sockstat::events::Clock,
+    own: Option<u64>,
+    all_zones: bool,
+    sink: &Mutex<EventMetrics>,
+) {
+    loop {
+        let mut batch = Vec::new();
+        tracer.drain(|r| {
+            if let Some(e) = ConnEvent::from_record(&r, clock) {
+                if all_zones || Some(e.netns) == own {
+                    batch.push(e);
+                }
+            }
+        });
+        let lost = tracer.lost();
+        {
+            let mut m = sink.lock().unwrap_or_else(|p| p.into_inner());
+            for e in &batch {
+                m.add(e);
+            }
+            if let Ok(l) = lost {
+                m.lost = l;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// One scrape: starts a collection unless one is running, waits for it within the budget, and

@@ -214,9 +214,13 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
             .context(TO_STDOUT)?;
     }
     if let Some(path) = &a.output {
-        write_atomically(path, |f| {
-            sockstat::render::trace::write_svg(&trace, &format!("sockstat trace: {title}"), f)
+        // With more privilege than its caller, sockstat writes the file as the caller would.
+        sockstat::privilege::as_caller(|| {
+            write_atomically(path, |f| {
+                sockstat::render::trace::write_svg(&trace, &format!("sockstat trace: {title}"), f)
+            })
         })
+        .and_then(|r| r)
         .with_context(|| format!("cannot write the picture to {}", path.display()))?;
         if !json {
             let facts = sockstat::render::trace::summary_facts(&trace).join(", ");

@@ -109,7 +109,8 @@ const CURVES: [(&str, Option<NamedGroup>); 4] = [
     ("X25519", Some(NamedGroup::X25519)),
 ];
 
-/// `TLS10` ... `TLS13` as (major, minor) of the version number, 1.0 being 10.
+/// `TLS10` ... `TLS13` as (major, minor) of the version number, 1.0 being 10. An error names
+/// the key, not the value (errors never quote the file).
 fn version(key: &str, v: &str) -> Result<u8, String> {
     match v {
         "TLS10" => Ok(10),
@@ -117,13 +118,27 @@ fn version(key: &str, v: &str) -> Result<u8, String> {
         "TLS12" => Ok(12),
         "TLS13" => Ok(13),
         _ => Err(format!(
-            "{key}: unknown TLS version '{v}' (TLS10, TLS11, TLS12 or TLS13)"
+            "{key}: not a TLS version (TLS10, TLS11, TLS12 or TLS13)"
         )),
     }
 }
 
 fn read(what: &str, path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+}
+
+/// What is wrong with a PEM text, in words that quote none of it (the parser's own message
+/// shows the line it stopped at).
+fn pem_problem(e: &rustls::pki_types::pem::Error) -> &'static str {
+    use rustls::pki_types::pem::Error;
+    match e {
+        Error::MissingSectionEnd { .. } => "a PEM section has no END line",
+        Error::IllegalSectionStart { .. } => "a PEM BEGIN line is malformed",
+        Error::Base64Decode(_) => "a PEM section is not valid base64",
+        Error::NoItemsFound => "no PEM item of the kind needed",
+        Error::SectionTooLarge => "a PEM section is larger than 256 MB",
+        _ => "it cannot be read as PEM",
+    }
 }
 
 /// Builds the rustls configuration; the error names the key or file at fault.
@@ -145,12 +160,12 @@ pub(super) fn build(
     };
     let chain = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{cert_from}: not PEM certificates ({e})"))?;
+        .map_err(|e| format!("{cert_from}: not PEM certificates ({})", pem_problem(&e)))?;
     if chain.is_empty() {
         return Err(format!("{cert_from}: no PEM certificate in it"));
     }
     let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| format!("{key_from}: no PEM private key in it ({e})"))?;
+        .map_err(|e| format!("{key_from}: no PEM private key in it ({})", pem_problem(&e)))?;
 
     // Protocol versions: rustls speaks TLS 1.2 and 1.3.
     let min = match set(&t.min_version) {
@@ -198,7 +213,10 @@ pub(super) fn build(
             match SUITES.iter().find(|(n, _)| n == name) {
                 Some((_, Some(s))) => wanted.push(*s),
                 Some((_, None)) => unsupported.push(name.as_str()),
-                None => return Err(format!("cipher_suites: unknown cipher suite '{name}'")),
+                None => return Err(
+                    "cipher_suites: a name that is not one of Go's cipher suites (doc/serve.md)"
+                        .into(),
+                ),
             }
         }
         if !unsupported.is_empty() {
@@ -240,9 +258,9 @@ pub(super) fn build(
                 Some((_, None)) => notes.push(format!(
                     "tls_server_config.curve_preferences: {name} is not implemented by rustls; left out"
                 )),
-                None => return Err(format!(
-                    "curve_preferences: unknown curve '{name}' (CurveP256, CurveP384, CurveP521, X25519)"
-                )),
+                None => return Err(
+                    "curve_preferences: a name that is not a curve (CurveP256, CurveP384, CurveP521, X25519)".into()
+                ),
             }
         }
         if !names.is_empty() {
@@ -261,12 +279,10 @@ pub(super) fn build(
             .iter()
             .find(|(n, _)| *n == v)
             .map(|(_, a)| *a)
-            .ok_or_else(|| {
-                format!(
-                    "client_auth_type: unknown value '{v}' (NoClientCert, RequestClientCert, \
-                     RequireAnyClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert)"
-                )
-            })?,
+            .ok_or(
+                "client_auth_type: not one of NoClientCert, RequestClientCert, \
+                 RequireAnyClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert",
+            )?,
     };
     let ca_pem = match (files.client_ca, set(&t.client_ca)) {
         (Some(p), _) => Some((
@@ -279,9 +295,25 @@ pub(super) fn build(
     if ca_pem.is_some() && auth == ClientAuth::NoClientCert {
         return Err("client CAs are given but client_auth_type is NoClientCert: set client_auth_type RequireAndVerifyClientCert".into());
     }
+    // Names are checked on a certificate only where one is required and verified: with any
+    // other policy a client that sends none, or one nobody signed, would pass or claim any name
+    // (rustls does not consult the verifier when no certificate comes). Refused at load, as
+    // the exporter toolkit's pull request 436 proposes.
     let sans = t.client_allowed_sans.clone().unwrap_or_default();
-    if !sans.is_empty() && auth == ClientAuth::NoClientCert {
-        return Err("client_allowed_sans needs a client certificate: set client_auth_type RequireAndVerifyClientCert".into());
+    if !sans.is_empty() && auth != ClientAuth::RequireAndVerifyClientCert {
+        let why = match auth {
+            ClientAuth::NoClientCert => "no certificate is asked for",
+            ClientAuth::RequestClientCert => {
+                "a client may send no certificate, or one that no CA signed"
+            }
+            ClientAuth::RequireAnyClientCert => "the certificate's signer is not checked",
+            _ => "a client may send no certificate",
+        };
+        return Err(format!(
+            "client_allowed_sans is checked only with client_auth_type RequireAndVerifyClientCert \
+             (with {}, {why}): set it, with client_ca_file",
+            set(&t.client_auth_type).unwrap_or("NoClientCert")
+        ));
     }
     let algorithms = provider.signature_verification_algorithms;
     let verifier: Option<Arc<dyn ClientCertVerifier>> = match auth {
@@ -306,7 +338,8 @@ pub(super) fn build(
             };
             let mut roots = RootCertStore::empty();
             for c in CertificateDer::pem_slice_iter(pem) {
-                let c = c.map_err(|e| format!("{from}: not PEM certificates ({e})"))?;
+                let c =
+                    c.map_err(|e| format!("{from}: not PEM certificates ({})", pem_problem(&e)))?;
                 roots
                     .add(c)
                     .map_err(|e| format!("{from}: not a usable CA certificate ({e})"))?;

@@ -85,6 +85,22 @@ pub fn tempdir() -> tempfile::TempDir {
     d
 }
 
+/// A copy of the binary at `path` carrying the README's file capabilities
+/// (`cap_sys_ptrace,cap_dac_read_search+ep`), made once; its path.
+pub fn copy_with_file_caps(path: &Path) -> String {
+    if !path.exists() {
+        std::fs::copy(SOCKSTAT, path).expect("copy sockstat");
+        set_mode(path, 0o755);
+        let st = std::process::Command::new("setcap")
+            .arg("cap_sys_ptrace,cap_dac_read_search+ep")
+            .arg(path)
+            .status()
+            .expect("setcap (libcap2-bin)");
+        assert!(st.success(), "setcap failed");
+    }
+    path.display().to_string()
+}
+
 pub fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");

@@ -2,7 +2,9 @@
 //! (the matrix in SECURITY.md): root; uid 65534; uid 65534 with only CAP_NET_ADMIN; uid 65534
 //! running a copy with CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH as file capabilities; and a `/proc`
 //! mounted with `hidepid` (a fresh proc instance in a private mount namespace, passed with
-//! `--proc-root`, so the host's /proc is never touched and the mount dies with the namespace).
+//! `--proc-root`, or for the copy with file capabilities, which refuses `--proc-root`, mounted on
+//! `/proc` inside that namespace: the host's /proc is never touched and the mount dies with the
+//! namespace).
 //!
 //! Every case has two holders, one running as root and one as uid 65534, each with a TCP
 //! listener; every run is restricted to their two ports so the host's own processes do not
@@ -64,18 +66,7 @@ impl Setup {
     /// A copy carrying CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH as file capabilities (the README
     /// recipe).
     fn bin_with_file_caps(&self) -> String {
-        let p = self.bin_dir.path().join("sockstat-caps");
-        if !p.exists() {
-            std::fs::copy(SOCKSTAT, &p).expect("copy sockstat");
-            set_mode(&p, 0o755);
-            let st = std::process::Command::new("setcap")
-                .arg("cap_sys_ptrace,cap_dac_read_search+ep")
-                .arg(&p)
-                .status()
-                .expect("setcap (libcap2-bin)");
-            assert!(st.success(), "setcap failed");
-        }
-        p.display().to_string()
+        copy_with_file_caps(&self.bin_dir.path().join("sockstat-caps"))
     }
 }
 
@@ -232,13 +223,16 @@ fn hidepid_is_one_warning_not_a_lie() {
         assert_eq!(out.stderr_lines().len(), 1, "{option}: {}", out.stderr);
         assert!(out.stderr.contains("hidepid"), "{option}: {}", out.stderr);
 
-        // File capabilities (CAP_SYS_PTRACE) see through hidepid too: no warning.
+        // File capabilities (CAP_SYS_PTRACE) see through hidepid too: no warning. A copy with
+        // file capabilities refuses --proc-root (SECURITY.md, "the boundary"): the fresh proc
+        // is mounted on /proc itself, in the command's private mount namespace.
+        let plain = ["-l", "-p", ports.as_str()];
         let r = run(under_hidepid(
-            sockstat(&args)
+            sockstat(&plain)
                 .program(s.bin_with_file_caps())
                 .prefix(&setpriv_nobody()),
             option,
-            procdir.path(),
+            Path::new("/proc"),
         ));
         expect(&format!("file caps, {option}"), &s, &r, "known", 0);
     }

@@ -475,17 +475,21 @@ fn a_bad_web_config_file_stops_the_exporter_with_one_line_naming_it() {
     write_pki(dir.path(), &p);
     let d = dir.path();
     let tls = "tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n";
-    let cases: Vec<(String, &str)> = vec![
+    let cases: Vec<(String, &str)> =
+        vec![
         (d.join("absent.yml").display().to_string(), "cannot read"),
         (
             write_file(d, "yaml.yml", "tls_server_config: [\n"),
             "yaml.yml",
         ),
         (
-            write_file(d, "key.yml", "tls_server_config:\n  cert_fil: server.pem\n"),
-            "unknown field `cert_fil`",
+            write_file(d, "key.yml", "tls_server_config:\n  cert_flie: server.pem\n"),
+            "line 2 column 3: tls_server_config: an unknown key (allowed: cert, key,",
         ),
-        (write_file(d, "top.yml", "web: {}\n"), "unknown field `web`"),
+        (
+            write_file(d, "top.yml", "web: {}\n"),
+            "line 1 column 1: an unknown key (allowed: tls_server_config,",
+        ),
         (
             write_file(
                 d,
@@ -516,7 +520,7 @@ fn a_bad_web_config_file_stops_the_exporter_with_one_line_naming_it() {
                 "hash.yml",
                 &format!("{tls}basic_auth_users:\n  prometheus: s3cret\n"),
             ),
-            "the hash of user 'prometheus' is not a bcrypt hash",
+            "basic_auth_users: user 1 of 1 (in the file's order): the hash is not a bcrypt hash",
         ),
         (
             write_file(
@@ -532,11 +536,11 @@ fn a_bad_web_config_file_stops_the_exporter_with_one_line_naming_it() {
                 "authtype.yml",
                 &format!("{tls}  client_auth_type: Sometimes\n"),
             ),
-            "unknown value 'Sometimes'",
+            "client_auth_type: not one of NoClientCert,",
         ),
         (
             write_file(d, "version.yml", &format!("{tls}  min_version: TLS14\n")),
-            "unknown TLS version 'TLS14'",
+            "min_version: not a TLS version",
         ),
         (
             write_file(d, "max.yml", &format!("{tls}  max_version: TLS11\n")),
@@ -548,7 +552,7 @@ fn a_bad_web_config_file_stops_the_exporter_with_one_line_naming_it() {
                 "suite.yml",
                 &format!("{tls}  cipher_suites: [TLS_FAST]\n"),
             ),
-            "unknown cipher suite 'TLS_FAST'",
+            "cipher_suites: a name that is not one of Go's cipher suites",
         ),
         (
             write_file(
@@ -556,7 +560,7 @@ fn a_bad_web_config_file_stops_the_exporter_with_one_line_naming_it() {
                 "header.yml",
                 "http_server_config:\n  headers:\n    X-Frame-Options: always\n",
             ),
-            "X-Frame-Options 'always'",
+            "http_server_config.headers.X-Frame-Options: not one of deny, sameorigin",
         ),
         (
             write_file(d, "ca.yml", &format!("{tls}  client_ca_file: ca.pem\n")),
@@ -573,6 +577,17 @@ fn a_bad_web_config_file_stops_the_exporter_with_one_line_naming_it() {
             "{file}: {err}"
         );
         assert!(!err.contains("panicked"), "{err}");
+        // The wrong values are named by their key, never quoted (errors quote no file).
+        for value in [
+            "cert_flie",
+            "s3cret",
+            "Sometimes",
+            "TLS14",
+            "TLS_FAST",
+            "always",
+        ] {
+            assert!(!err.contains(value), "{file}: {err}");
+        }
     }
 }
 
@@ -619,9 +634,14 @@ fn what_rustls_lacks_is_left_out_with_a_note_and_the_rest_served() {
     assert!(https(&server.addr, "GET", "/", &c(None)).is_err());
 }
 
+/// `client_allowed_sans` (issue 27 item 3): enforced where a verified client certificate is
+/// required, and refused at load under every other `client_auth_type` (where a client without
+/// a certificate, or with one nobody signed, would pass: the issue's attack was
+/// VerifyClientCertIfGiven, a SAN list, and a client with no certificate getting 200).
 #[test]
 fn client_allowed_sans_admits_only_listed_names() {
     let root = ca("sans CA");
+    let other_ca = ca("other sans CA");
     let dir = tempdir();
     let d = dir.path();
     write_file(d, "ca.pem", &root.0.pem());
@@ -633,31 +653,142 @@ fn client_allowed_sans_admits_only_listed_names() {
         ExtendedKeyUsagePurpose::ClientAuth,
         &root,
     );
+    let by_ip = leaf(&["192.0.2.7"], ExtendedKeyUsagePurpose::ClientAuth, &root);
     let other = leaf(
         &["prom-b.example"],
         ExtendedKeyUsagePurpose::ClientAuth,
         &root,
     );
+    // The right name, from a CA the exporter does not trust.
+    let forged = leaf(
+        &["prom-a.example"],
+        ExtendedKeyUsagePurpose::ClientAuth,
+        &other_ca,
+    );
+    let tls = "tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n  \
+               client_ca_file: ca.pem\n  client_allowed_sans: [prom-a.example, 192.0.2.7]\n";
     let config = write_file(
         d,
         "web.yml",
-        "tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n  \
-         client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n  \
-         client_allowed_sans: [prom-a.example, 192.0.2.7]\n",
+        &format!("{tls}  client_auth_type: RequireAndVerifyClientCert\n"),
     );
     let server = serve_with(&[], &["--web.config.file", &config]);
     let ca_pem = root.0.pem();
     let c = |cert| Client {
         ca: &ca_pem,
-        cert: Some(cert),
+        cert,
         basic: None,
         tls12_only: false,
     };
-    assert_eq!(
-        https(&server.addr, "GET", "/", &c(&allowed)).map(|a| a.status),
-        Ok(200)
-    );
-    assert!(https(&server.addr, "GET", "/", &c(&other)).is_err());
+    for (what, cert, want) in [
+        ("a listed DNS name", Some(&allowed), true),
+        ("a listed IP address", Some(&by_ip), true),
+        ("a name not listed", Some(&other), false),
+        ("a listed name from another CA", Some(&forged), false),
+        ("no certificate", None, false),
+    ] {
+        for tls12_only in [false, true] {
+            let got = https(
+                &server.addr,
+                "GET",
+                "/",
+                &Client {
+                    tls12_only,
+                    ..c(cert)
+                },
+            );
+            if want {
+                assert_eq!(got.map(|a| a.status), Ok(200), "{what}");
+            } else {
+                assert!(got.is_err(), "{what} (TLS 1.2 only: {tls12_only}): {got:?}");
+            }
+        }
+    }
+    drop(server);
+
+    // Every other policy: refused at start, one line saying why.
+    for auth in [
+        "NoClientCert",
+        "RequestClientCert",
+        "RequireAnyClientCert",
+        "RequireClientCert",
+        "VerifyClientCertIfGiven",
+    ] {
+        let file = write_file(
+            d,
+            &format!("{auth}.yml"),
+            &format!("{tls}  client_auth_type: {auth}\n").replace(
+                "  client_ca_file: ca.pem\n",
+                if auth == "NoClientCert" {
+                    ""
+                } else {
+                    "  client_ca_file: ca.pem\n"
+                },
+            ),
+        );
+        let (code, err) = serve_fails(&["--web.config.file", &file]);
+        assert_eq!(code, Some(2), "{auth}: {err}");
+        assert_eq!(err.lines().count(), 1, "{auth}: {err}");
+        assert!(
+            err.contains(
+                "client_allowed_sans is checked only with client_auth_type RequireAndVerifyClientCert"
+            ) && err.contains(&format!("(with {auth}, ")),
+            "{auth}: {err}"
+        );
+    }
+}
+
+/// A client without a certificate, against each `client_auth_type` (with a password
+/// required too): the policies that require a certificate refuse it in the handshake; the
+/// others let it reach the password check, which still applies.
+#[test]
+fn a_client_without_a_certificate_meets_each_client_auth_type_as_documented() {
+    let p = pki();
+    let dir = tempdir();
+    write_pki(dir.path(), &p);
+    let hash = bcrypt::hash("s3cret", 4).expect("bcrypt");
+    for (auth, admitted) in [
+        ("NoClientCert", true),
+        ("RequestClientCert", true),
+        ("RequireAnyClientCert", false),
+        ("VerifyClientCertIfGiven", true),
+        ("RequireAndVerifyClientCert", false),
+    ] {
+        let ca = if auth == "NoClientCert" {
+            ""
+        } else {
+            "  client_ca_file: ca.pem\n"
+        };
+        let config = write_file(
+            dir.path(),
+            &format!("{auth}.yml"),
+            &format!(
+                "tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n  \
+                 client_auth_type: {auth}\n{ca}basic_auth_users:\n  prometheus: '{hash}'\n"
+            ),
+        );
+        let server = serve_with(&[], &["--web.config.file", &config]);
+        let client = |basic| Client {
+            ca: &p.ca,
+            cert: None,
+            basic,
+            tls12_only: false,
+        };
+        let with_password = https(
+            &server.addr,
+            "GET",
+            "/metrics",
+            &client(Some(("prometheus", "s3cret"))),
+        );
+        let without = https(&server.addr, "GET", "/metrics", &client(None));
+        if admitted {
+            assert_eq!(with_password.map(|a| a.status), Ok(200), "{auth}");
+            assert_eq!(without.map(|a| a.status), Ok(401), "{auth}");
+        } else {
+            assert!(with_password.is_err(), "{auth}: {with_password:?}");
+            assert!(without.is_err(), "{auth}: {without:?}");
+        }
+    }
 }
 
 #[test]

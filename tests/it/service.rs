@@ -119,6 +119,13 @@ fn systemd_analyze_verifies_the_unit() {
     let (bad_root, bad) = root_with(&unit().replace("ProtectSystem=", "ProtectSystm="));
     let (ok, said) = verify(bad_root.path(), &bad);
     assert!(!ok && said.contains("ProtectSystm"), "{said}");
+    // The bounds are checked by systemd too: a value it cannot parse fails.
+    for (line, value) in [("TasksMax=128", "many"), ("MemoryMax=1G", "1Q")] {
+        let key = line.split('=').next().unwrap_or(line);
+        let (bad_root, bad) = root_with(&unit().replace(line, &format!("{key}={value}")));
+        let (ok, said) = verify(bad_root.path(), &bad);
+        assert!(!ok && said.contains(value), "{key}={value}: {said}");
+    }
     std::fs::remove_file(root.path().join("usr/bin/sockstat")).unwrap();
     let (ok, said) = verify(root.path(), &path);
     assert!(!ok && said.contains("/usr/bin/sockstat"), "{said}");
@@ -184,6 +191,10 @@ fn the_unit_grants_exactly_what_the_exporter_keeps_and_is_hardened() {
         "ProtectSystem=strict",
         "ProtectHome=yes",
         "RestartPreventExitStatus=2",
+        // Bounds on what clients can make it use: 80 connection threads and a dozen of its own
+        // (tests/it/serve_hostile.rs checks the exporter stays within TasksMax under attack).
+        "TasksMax=128",
+        "MemoryMax=1G",
         "ExecStart=/usr/bin/sockstat serve $ARGS",
         "EnvironmentFile=-/etc/default/sockstat-exporter",
         "WantedBy=multi-user.target",
