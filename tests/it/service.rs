@@ -183,7 +183,7 @@ fn the_unit_grants_exactly_what_the_exporter_keeps_and_is_hardened() {
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
         "ProtectHome=yes",
-        "RestartPreventExitStatus=2",
+        "RestartPreventExitStatus=2 3",
         "ExecStart=/usr/bin/sockstat serve $ARGS",
         "EnvironmentFile=-/etc/default/sockstat-exporter",
         "WantedBy=multi-user.target",
