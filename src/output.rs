@@ -7,7 +7,6 @@ use std::io::{self, IsTerminal, Write};
 use sockstat::render;
 
 use crate::cli::ColorWhen;
-use crate::commands::Waits;
 
 /// The longest interval accepted, seconds (a day).
 const MAX_INTERVAL_S: f64 = 86_400.0;
@@ -53,6 +52,15 @@ pub fn options(quiet: bool, verbose: bool, color: ColorWhen) -> render::Options 
     o.verbose = verbose;
     o.color = use_color(color);
     o
+}
+
+/// Whether a view says on the terminal what it waits for ([`announce_wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waits {
+    /// It does (where standard error is a terminal).
+    Announced,
+    /// It does not: the watch screen's title says it.
+    Silent,
 }
 
 /// Says on the terminal what a long wait waits for and how to stop it, in one line on standard

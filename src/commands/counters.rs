@@ -12,8 +12,7 @@ use sockstat::counters::{self, CounterReport};
 use sockstat::{render, Query, Sample, Sampler};
 
 use crate::cli::{ColorWhen, WatchArgs, ZoneArgs};
-use crate::commands::Waits;
-use crate::output::{announce_wait, interval, options, write_warnings};
+use crate::output::{announce_wait, interval, options, write_warnings, Waits};
 
 /// Flags of `sockstat counters`.
 #[derive(Debug, Clone, clap::Args)]

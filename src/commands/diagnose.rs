@@ -13,8 +13,7 @@ use sockstat::render;
 use sockstat::{diagnose_with, Diagnosis};
 
 use crate::cli::{ColorWhen, SourceArgs, TcpFilters, WatchArgs};
-use crate::commands::Waits;
-use crate::output::{announce_wait, options, write_warnings};
+use crate::output::{announce_wait, options, write_warnings, Waits};
 
 fn bandwidth(s: &str) -> Result<f64, String> {
     diagnose::parse_bandwidth(s)

@@ -11,7 +11,7 @@ use sockstat::events::drops::DropCounter;
 use sockstat::{PortSet, Proto};
 
 use crate::cli::{protos, List};
-use crate::commands::Waits;
+use crate::output::Waits;
 
 /// Flags of `sockstat drops`.
 #[derive(Debug, Clone, clap::Args)]

@@ -15,7 +15,7 @@ use sockstat::render::conn_events::{self, LineOptions};
 use sockstat::Query;
 
 use crate::cli::{ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, ZoneArgs};
-use crate::commands::Waits;
+use crate::output::Waits;
 
 /// How long the consumer waits for records before checking for a stop.
 const POLL: Duration = Duration::from_millis(50);

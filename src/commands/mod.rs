@@ -13,6 +13,8 @@ pub mod trace;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use crate::output::Waits;
+
 /// The subcommands.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
@@ -157,15 +159,6 @@ fn watched(
             }
         }
     }
-}
-
-/// Whether a view says on the terminal what it waits for (`crate::output::announce_wait`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Waits {
-    /// It does (where standard error is a terminal).
-    Announced,
-    /// It does not: the watch screen's title says it.
-    Silent,
 }
 
 /// A writer that remembers whether a write to it failed, so that the error can say it was the

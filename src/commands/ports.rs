@@ -12,8 +12,7 @@ use sockstat::ports::{self, PortsReport};
 use sockstat::{render, Proto, Query, Sampler};
 
 use crate::cli::{ColorWhen, EndpointArgs, FamilyArgs, Narrow, WatchArgs, ZoneArgs};
-use crate::commands::Waits;
-use crate::output::{announce_wait, options, write_warnings};
+use crate::output::{announce_wait, options, write_warnings, Waits};
 
 /// Flags of `sockstat ports`.
 #[derive(Debug, Clone, clap::Args)]

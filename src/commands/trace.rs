@@ -13,7 +13,7 @@ use sockstat::trace::{Point, Trace};
 use sockstat::{Proto, Snapshot, Socket};
 
 use crate::cli::{SourceArgs, TcpFilters};
-use crate::commands::Waits;
+use crate::output::Waits;
 
 /// Parses the sampling interval: seconds, from 1 ms to 60 s.
 fn sample_interval(s: &str) -> Result<f64, String> {

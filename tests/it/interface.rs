@@ -127,7 +127,7 @@ fn every_option_listed_is_accepted_by_the_command() {
         .map(str::to_string)
         .collect();
     assert!(subs.len() >= 8, "{subs:?}");
-    let mut tried = 0;
+    let mut runs: Vec<Vec<String>> = Vec::new();
     for view in std::iter::once(None).chain(subs.iter().map(|s| Some(s.as_str()))) {
         let help = match view {
             None => help.clone(),
@@ -150,21 +150,32 @@ fn every_option_listed_is_accepted_by_the_command() {
                 args.extend(["--count".to_string(), "1".to_string()]);
             }
             args.extend(base(view, &taken));
-            let out = sockstat(&args).run().no_panic();
-            assert!(
-                !out.stderr.contains("does not apply") && !out.stderr.contains("unexpected"),
-                "{args:?}: {}",
-                out.stderr
-            );
-            assert!(
-                matches!(out.code, Some(0 | 1 | 3 | 4)),
-                "{args:?}: status {:?}: {}",
-                out.code,
-                out.stderr
-            );
-            tried += 1;
+            runs.push(args);
         }
     }
+    // Three at a time: each is short, and most of it is starting up.
+    let tried = runs.len();
+    std::thread::scope(|scope| {
+        for part in runs.chunks(tried.div_ceil(3)) {
+            scope.spawn(move || {
+                for args in part {
+                    let out = sockstat(args).run().no_panic();
+                    assert!(
+                        !out.stderr.contains("does not apply")
+                            && !out.stderr.contains("unexpected"),
+                        "{args:?}: {}",
+                        out.stderr
+                    );
+                    assert!(
+                        matches!(out.code, Some(0 | 1 | 3 | 4)),
+                        "{args:?}: status {:?}: {}",
+                        out.code,
+                        out.stderr
+                    );
+                }
+            });
+        }
+    });
     assert!(tried > 150, "{tried} options tried");
     drop(taken_l);
 }
