@@ -652,16 +652,8 @@ pub fn is_option_of_sockstat(flag: &str) -> bool {
 }
 
 fn is_subcommand(name: &str) -> bool {
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    NAMES
-        .get_or_init(|| {
-            Cli::command()
-                .get_subcommands()
-                .map(|s| s.get_name().to_string())
-                .collect()
-        })
-        .iter()
-        .any(|n| n == name)
+    // From the derived enum: no command is built for it.
+    <crate::commands::Command as clap::Subcommand>::has_subcommand(name)
 }
 
 /// Where `sockstat OPTIONS SUBCOMMAND REST` names its subcommand, when OPTIONS are not empty:
