@@ -688,12 +688,16 @@ fn moved_first(args: &[OsString], at: usize) -> Vec<OsString> {
 /// names it).
 fn whole_options(args: &[OsString], sub: &str) -> bool {
     use clap::error::ErrorKind;
+    // `-h` or `--help` among them; not clap's `help` subcommand (`sockstat help events` is
+    // clap's to answer).
+    let asks_help = args[1..].iter().any(|a| a == "-h" || a == "--help");
     let whole = |r: Result<clap::ArgMatches, clap::Error>| match r {
         Ok(m) => m.subcommand().is_none(),
-        Err(e) => matches!(
-            e.kind(),
-            ErrorKind::DisplayHelp | ErrorKind::ValueValidation
-        ),
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp => asks_help,
+            ErrorKind::ValueValidation => true,
+            _ => false,
+        },
     };
     let mut listing = Cli::command();
     if whole(listing.try_get_matches_from_mut(args)) {
@@ -877,6 +881,8 @@ pub(crate) mod tests {
         assert_eq!(reordered("--watch 2 ports -q"), "ports --watch 2 -q");
         assert_eq!(reordered("--watch=2 counters 5"), "counters --watch=2 5");
         assert_eq!(reordered("-h kill"), "kill -h");
+        // clap's help subcommand answers for itself.
+        assert_eq!(reordered("help events"), "help events");
         // A subcommand's name as a value is a value.
         assert_eq!(reordered("--command kill"), "--command kill");
         assert_eq!(reordered("--command kill ports"), "ports --command kill");
