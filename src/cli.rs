@@ -633,21 +633,24 @@ pub fn parse_from(args: Vec<OsString>) -> Result<Cli, Refused> {
     })
 }
 
+/// The names an option is typed under, as typed: `-z`, `-j` (a visible alias), `--tcp-info`.
+pub fn names(a: &clap::Arg) -> Vec<String> {
+    let short = a.get_short_and_visible_aliases().unwrap_or_default();
+    let long = a.get_long_and_visible_aliases().unwrap_or_default();
+    short
+        .iter()
+        .map(|s| format!("-{s}"))
+        .chain(long.iter().map(|l| format!("--{l}")))
+        .collect()
+}
+
 /// True when `flag` (`-u`, `--watch`) is an option of the listing or of some subcommand.
 pub fn is_option_of_sockstat(flag: &str) -> bool {
     let cmd = Cli::command();
-    let spelled = |a: &clap::Arg| {
-        let short = a.get_short_and_visible_aliases().unwrap_or_default();
-        let long = a.get_long_and_visible_aliases().unwrap_or_default();
-        short
-            .iter()
-            .any(|s| flag.strip_prefix('-') == Some(s.to_string().as_str()))
-            || long.iter().any(|l| flag.strip_prefix("--") == Some(l))
-    };
     let found = std::iter::once(&cmd)
         .chain(cmd.get_subcommands())
         .flat_map(|c| c.get_arguments())
-        .any(spelled);
+        .any(|a| names(a).iter().any(|n| n == flag));
     found
 }
 
@@ -786,17 +789,7 @@ pub(crate) mod tests {
             .get_arguments()
             .filter(|a| !a.is_hide_set() && !a.is_positional())
         {
-            let names = a
-                .get_short_and_visible_aliases()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|s| format!("-{s}"))
-                .chain(
-                    a.get_long_and_visible_aliases()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|l| format!("--{l}")),
-                );
+            let names = names(a);
             let value = a.get_num_args().is_some_and(|n| n.takes_values()).then(|| {
                 let name = a.get_value_names().and_then(|v| v.first()).unwrap();
                 sample(name.as_str()).to_string()
@@ -855,17 +848,7 @@ pub(crate) mod tests {
             let view = sub.unwrap_or_else(|| "the listing".into());
             for a in cmd.get_arguments().filter(|a| !a.is_positional()) {
                 let takes = a.get_num_args().is_some_and(|n| n.takes_values());
-                let names = a
-                    .get_short_and_visible_aliases()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|s| format!("-{s}"))
-                    .chain(
-                        a.get_long_and_visible_aliases()
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|l| format!("--{l}")),
-                    );
+                let names = names(a);
                 for n in names {
                     let (t, first) = seen.entry(n.clone()).or_insert((takes, view.clone()));
                     assert_eq!(*t, takes, "{n} in {first} and in {view}");

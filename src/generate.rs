@@ -110,18 +110,7 @@ fn arg_spelling(a: &clap::Arg) -> String {
             format!("[{value}]")
         };
     }
-    let names: Vec<String> = a
-        .get_short_and_visible_aliases()
-        .unwrap_or_default()
-        .iter()
-        .map(|s| format!("-{s}"))
-        .chain(
-            a.get_long_and_visible_aliases()
-                .unwrap_or_default()
-                .iter()
-                .map(|l| format!("--{l}")),
-        )
-        .collect();
+    let names = crate::cli::names(a);
     let mut spelled = names.join(", ");
     match a.get_num_args() {
         Some(n) if n.takes_values() && n.min_values() == 0 => {
@@ -428,12 +417,7 @@ mod tests {
             .get_arguments()
             .filter(|a| !a.is_hide_set() && !a.is_positional())
         {
-            for s in a.get_short_and_visible_aliases().unwrap_or_default() {
-                set.insert(format!("-{s}"));
-            }
-            for l in a.get_long_and_visible_aliases().unwrap_or_default() {
-                set.insert(format!("--{l}"));
-            }
+            set.extend(crate::cli::names(a));
         }
         set
     }
