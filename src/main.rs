@@ -1,6 +1,7 @@
 //! The `sockstat` command: parses flags, runs the query through the library, renders, and maps
-//! outcomes to exit statuses (0 success, 2 bad usage or an error that stopped the work). A closed
-//! pipe ends quietly with status 0.
+//! outcomes to exit statuses ([`Status`]: 0 success; 1 a diagnosis finding or a socket kill could
+//! not close; 2 bad usage; 3 missing privileges or kernel support; 4 any other error that stopped
+//! the work). A closed pipe ends quietly with status 0.
 
 mod cli;
 mod commands;
@@ -14,15 +15,14 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
 use sockstat::render::{self, Options};
-use sockstat::{Query, Snapshot, Source};
+use sockstat::Snapshot;
 
-use cli::{Cli, FilterArgs, OutputArgs, SourceArg, SourceArgs};
+use cli::{Cli, OutputArgs};
 
 fn main() -> ExitCode {
     fixed_malloc_thresholds();
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse_from(std::env::args_os().collect()) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let result = match &cli.command {
-        Some(cmd) => commands::run(cmd, &cli),
+        Some(cmd) => commands::run(cmd),
         None => run(&cli).map(|()| ExitCode::SUCCESS),
     };
     match result {
@@ -42,9 +42,125 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("sockstat: {e:#}");
-            ExitCode::from(2)
+            Status::of(&e).into()
         }
     }
+}
+
+/// The exit statuses besides 0 (success) and 1 (a view's own: `diagnose` found something,
+/// `kill` could not close some socket). README, the man page and every `--help` list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Bad usage: a flag or value refused, an input refused (a malformed file, a filter that
+    /// matches too much).
+    Usage = 2,
+    /// Missing privileges or kernel support: what was asked cannot be done here as this user
+    /// or on this kernel.
+    Unavailable = 3,
+    /// Any other error that stopped the work: a netlink or I/O failure, a port in use.
+    Failed = 4,
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> ExitCode {
+        ExitCode::from(s as u8)
+    }
+}
+
+impl Status {
+    /// The status an error stops the command with: that of the first error in its chain whose
+    /// kind is known (the command's own refusals, the library's typed errors, a system call's
+    /// errno), else [`Status::Failed`].
+    fn of(e: &anyhow::Error) -> Status {
+        e.chain().find_map(Status::of_one).unwrap_or(Status::Failed)
+    }
+
+    fn of_one(e: &(dyn std::error::Error + 'static)) -> Option<Status> {
+        use sockstat::ErrorKind;
+        let by_kind = |k: ErrorKind| match k {
+            ErrorKind::Invalid => Status::Usage,
+            ErrorKind::Denied | ErrorKind::Unsupported => Status::Unavailable,
+            ErrorKind::Gone | ErrorKind::Bug | ErrorKind::Other => Status::Failed,
+        };
+        if let Some(s) = e.downcast_ref::<Stopped>() {
+            return Some(s.status);
+        }
+        if let Some(x) = e.downcast_ref::<Explained>() {
+            return Status::of_one(x.cause.as_ref());
+        }
+        if let Some(x) = e.downcast_ref::<sockstat::Error>() {
+            return Some(by_kind(x.kind()));
+        }
+        if let Some(x) = e.downcast_ref::<sockstat::SysError>() {
+            return Some(by_kind(x.kind()));
+        }
+        if e.is::<sockstat::FilterError>() || e.is::<clap::Error>() {
+            return Some(Status::Usage);
+        }
+        if e.is::<sockstat::events::Unavailable>() {
+            return Some(Status::Unavailable);
+        }
+        // A bare system error: only a refused privilege or a missing feature says more than
+        // "failed" (a file the command was told to read and may not is missing privilege).
+        if let Some(x) = e.downcast_ref::<io::Error>() {
+            return match ErrorKind::of_io(x) {
+                ErrorKind::Denied | ErrorKind::Unsupported => Some(Status::Unavailable),
+                _ => Some(Status::Failed),
+            };
+        }
+        None
+    }
+}
+
+/// An error the command decided the status of: one of its own refusals.
+#[derive(Debug)]
+pub struct Stopped {
+    status: Status,
+    message: String,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// Bad usage, found after parsing (a combination of flags, a value a subcommand cannot take):
+/// status 2.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Stopped {
+        status: Status::Usage,
+        message: message.into(),
+    })
+}
+
+/// An error whose message already says everything its cause says, and more (what still works):
+/// the cause is kept for the exit status, not printed again.
+#[derive(Debug)]
+pub struct Explained {
+    message: String,
+    cause: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl std::fmt::Display for Explained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Explained {}
+
+/// `message` (which says what `cause` says) as the error, its status `cause`'s.
+pub fn explained(
+    message: String,
+    cause: impl std::error::Error + Send + Sync + 'static,
+) -> anyhow::Error {
+    anyhow::Error::new(Explained {
+        message,
+        cause: Box::new(cause),
+    })
 }
 
 /// glibc's malloc raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so
@@ -78,30 +194,49 @@ fn fixed_malloc_thresholds() {
 }
 
 /// clap's own messages span several lines (usage, tips); ours is the one line that names the
-/// bad value. Help and version go to stdout with status 0.
-fn usage_error(e: clap::Error) -> ExitCode {
+/// bad value, and for a subcommand where to read what it takes. Help and version go to stdout
+/// with status 0.
+fn usage_error(r: cli::Refused) -> ExitCode {
     use clap::error::ErrorKind;
+    let e = &r.error;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
             ExitCode::SUCCESS
         }
         _ => {
-            eprintln!("sockstat: {} (see 'sockstat --help')", one_line(&e));
-            ExitCode::from(2)
+            let help = match &r.subcommand {
+                Some(sub) => format!("sockstat {sub} --help"),
+                None => "sockstat --help".to_string(),
+            };
+            eprintln!("sockstat: {} (see '{help}')", one_line(&r));
+            Status::Usage.into()
         }
     }
 }
 
 /// The one line of a usage error. A bad value is named escaped (`'8\\n0'`, `'\\x1b[31m'`), so a
 /// value with a line break or a terminal escape neither splits the line nor reaches the terminal.
-fn one_line(e: &clap::Error) -> String {
+fn one_line(r: &cli::Refused) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     use sockstat::render::sanitize::{for_terminal, is_printable};
+    let e = &r.error;
     let ctx = |k| match e.get(k) {
         Some(ContextValue::String(s)) => Some(s.as_str()),
         _ => None,
     };
+    // An option of sockstat that this subcommand does not take.
+    if let (ErrorKind::UnknownArgument, Some(sub), Some(arg)) =
+        (e.kind(), &r.subcommand, ctx(ContextKind::InvalidArg))
+    {
+        let flag = arg.split_once('=').map_or(arg, |(f, _)| f);
+        if cli::is_option_of_sockstat(flag) {
+            return format!(
+                "{} does not apply to '{sub}'",
+                for_terminal(flag.as_bytes())
+            );
+        }
+    }
     if e.kind() == ErrorKind::ValueValidation {
         if let (Some(arg), Some(value)) =
             (ctx(ContextKind::InvalidArg), ctx(ContextKind::InvalidValue))
@@ -141,12 +276,6 @@ fn one_line(e: &clap::Error) -> String {
     }
 }
 
-/// The refresh interval when `--watch` or `--count` asks for watch mode (`--count` alone
-/// refreshes at the default interval).
-pub fn watch_interval(o: &OutputArgs) -> Option<f64> {
-    o.watch.or(o.count.map(|_| watch::DEFAULT_INTERVAL_SECS))
-}
-
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
@@ -154,53 +283,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The query the filters and data-source flags describe (shared with the subcommands).
-pub fn build_query(f: &FilterArgs, src: &SourceArgs, no_owners: bool) -> anyhow::Result<Query> {
-    let mut q = Query::new();
-    if f.inet || f.inet6 || f.unix {
-        q.families.inet = f.inet;
-        q.families.inet6 = f.inet6;
-        q.families.unix = f.unix;
-    }
-    q.protos = f.protos.clone().map(|l| l.0);
-    q.connected = f.connected;
-    q.listening = f.listening;
-    q.no_loopback = f.no_loopback;
-    q.ports = f.ports.clone();
-    q.src = f.src;
-    q.dst = f.dst;
-    q.states = f.states.clone().map(|l| l.0);
-    q.pids = f.pids.clone().map(|l| l.0);
-    q.uid = match &f.user {
-        Some(u) => Some(sockstat::resolve_user(u)?),
-        None => None,
-    };
-    q.command = f.command.clone();
-    q.connected_to = f.connected_to.clone();
-    q.zones = f.zones.select();
-    q.owners = !no_owners;
-    q.source = match (&src.replay_netlink, src.source) {
-        (Some(dir), _) => Source::Replay(dir.clone()),
-        (None, SourceArg::Auto) => Source::Auto,
-        (None, SourceArg::Netlink) => Source::Netlink,
-        (None, SourceArg::Proc) => Source::Proc,
-    };
-    if let Some(root) = &src.proc_root {
-        q.proc_root = root.clone();
-    }
-    q.owner_scan = match src.owner_scan {
-        cli::OwnerScanArg::Auto => sockstat::OwnerScan::Auto,
-        cli::OwnerScanArg::Proc => sockstat::OwnerScan::Proc,
-        cli::OwnerScanArg::Bpf => sockstat::OwnerScan::Bpf,
-    };
-    q.record_netlink = src.record_netlink.clone();
-    if no_owners && (q.pids.is_some() || q.command.is_some()) {
-        anyhow::bail!("--pid and --command need the owner scan; drop --no-owners");
-    }
-    Ok(q)
-}
-
-/// Renderer options from the output flags (shared with the subcommands).
+/// Renderer options from the listing's output flags.
 pub fn render_options(o: &OutputArgs) -> Options {
     let mut r = Options::new();
     r.header = !(o.quiet || o.no_header);
@@ -226,7 +309,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             .context("cannot write the generated file to standard output");
     }
     let o = &cli.output;
-    let mut query = build_query(&cli.filters, &cli.source, cli.source.no_owners)?;
+    let mut query = cli::query(&[&cli.filters, &cli.source])?;
     query.args = o.args;
     query.resolve_users = !o.numeric;
     query.tcp_info = o.tcp_info;
@@ -242,8 +325,8 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let mut opts = render_options(o);
     opts.zone = cli.filters.zones.all_zones;
     opts.owners = !cli.source.no_owners && !summary_only;
-    if o.watch.is_some() || o.events || o.count.is_some() {
-        return watch::run_listing(&query, &opts, o, &watch::title());
+    if cli.watch.interval().is_some() || cli.events {
+        return watch::run_listing(&query, &opts, cli, &watch::title());
     }
     let snap = sockstat::collect(&query)?;
     sockstat::timing_mark("collected");
@@ -274,5 +357,49 @@ pub fn write_listing(
         (false, true, false) => render::csv::write(snap, opts, out),
         (false, false, true) => render::summary::write_table(snap, opts, out),
         (false, false, false) => render::table::write(snap, opts, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn refused(args: &[String]) -> String {
+        let argv = std::iter::once("sockstat".into())
+            .chain(args.iter().map(OsString::from))
+            .collect();
+        match cli::parse_from(argv) {
+            Ok(c) => panic!("{args:?} accepted: {c:?}"),
+            Err(r) => one_line(&r),
+        }
+    }
+
+    /// An option of sockstat that a subcommand does not take (events' -u, kill's -u, serve's
+    /// --watch, ...) is refused in one line that names it and the subcommand, whether given
+    /// before the subcommand's name or after it.
+    #[test]
+    fn an_option_a_subcommand_lacks_is_refused_by_name_on_either_side() {
+        let views = cli::tests::views();
+        let mut refusals = 0;
+        for (sub, cmd) in views.iter().filter_map(|(s, c)| Some((s.as_ref()?, c))) {
+            let own: Vec<String> = cli::tests::typed(cmd).into_iter().map(|t| t.0).collect();
+            let mut foreign: Vec<(String, Vec<String>)> = views
+                .iter()
+                .flat_map(|(_, c)| cli::tests::typed(c))
+                .filter(|(n, _)| !own.contains(n) && n != "-V" && n != "--version")
+                .collect();
+            foreign.sort();
+            foreign.dedup();
+            for (name, args) in foreign {
+                let want = format!("{name} does not apply to '{sub}'");
+                let after: Vec<String> = std::iter::once(sub.clone()).chain(args.clone()).collect();
+                assert_eq!(refused(&after), want, "{after:?}");
+                let before: Vec<String> = args.into_iter().chain([sub.clone()]).collect();
+                assert_eq!(refused(&before), want, "{before:?}");
+                refusals += 1;
+            }
+        }
+        assert!(refusals > 100, "{refusals}");
     }
 }

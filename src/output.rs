@@ -1,5 +1,6 @@
 //! What the listing and every subcommand share to show their results: the renderer options
-//! from the colour and header flags, warnings on stderr, and intervals in seconds.
+//! from the colour and header flags, warnings on stderr, what a long wait waits for, and
+//! intervals in seconds.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -23,9 +24,9 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
 /// The interval from a positional SECONDS and `--interval`; both given must agree.
 pub fn interval(positional: Option<f64>, flag: Option<f64>) -> anyhow::Result<Option<f64>> {
     match (positional, flag) {
-        (Some(a), Some(b)) if a != b => anyhow::bail!(
+        (Some(a), Some(b)) if a != b => Err(crate::usage(format!(
             "the interval is given twice and differs (SECONDS {a}, --interval {b}): give one"
-        ),
+        ))),
         (a, b) => Ok(a.or(b)),
     }
 }
@@ -51,6 +52,26 @@ pub fn options(quiet: bool, verbose: bool, color: ColorWhen) -> render::Options 
     o.verbose = verbose;
     o.color = use_color(color);
     o
+}
+
+/// Whether a view says on the terminal what it waits for ([`announce_wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waits {
+    /// It does (where standard error is a terminal).
+    Announced,
+    /// It does not: the watch screen's title says it.
+    Silent,
+}
+
+/// Says on the terminal what a long wait waits for and how to stop it, in one line on standard
+/// error (`sockstat: counting dropped packets for 10 s; Ctrl-C stops early and shows them`):
+/// only when standard error is a terminal, so that nothing is added to a script's output or a
+/// log, and never on standard output. The views that wait (drops, events, trace, and counters,
+/// ports and diagnose outside watch mode) all say it here.
+pub fn announce_wait(waits: Waits, what: &str, how_to_stop: &str) {
+    if waits == Waits::Announced && io::stderr().is_terminal() {
+        let _ = writeln!(io::stderr().lock(), "sockstat: {what}; {how_to_stop}");
+    }
 }
 
 /// Writes warnings as stderr shows them: one line each, details under `-v`.

@@ -20,7 +20,7 @@ use anyhow::Context;
 use sockstat::render::{self, fmt::utc_timestamp, sanitize, Options};
 use sockstat::{Query, Snapshot};
 
-use crate::cli::OutputArgs;
+use crate::cli::Cli;
 
 /// The interval when `--watch` is given without one.
 pub const DEFAULT_INTERVAL_SECS: f64 = 2.0;
@@ -256,16 +256,13 @@ pub fn run(
 
 /// The listing's watch mode: the listing as a snapshot view, `--events` (the first refresh is
 /// the baseline), or with `-T --json` the TCP time series.
-pub fn run_listing(
-    query: &Query,
-    opts: &Options,
-    o: &OutputArgs,
-    what: &str,
-) -> anyhow::Result<()> {
-    let interval = o.watch.unwrap_or(DEFAULT_INTERVAL_SECS);
-    if o.events {
+pub fn run_listing(query: &Query, opts: &Options, cli: &Cli, what: &str) -> anyhow::Result<()> {
+    let o = &cli.output;
+    let interval = cli.watch.watch.unwrap_or(DEFAULT_INTERVAL_SECS);
+    let count = cli.watch.count;
+    if cli.events {
         let mut prev: Option<Snapshot> = None;
-        run(interval, o.count, Layout::Stream, what, |f| {
+        run(interval, count, Layout::Stream, what, |f| {
             let mut snap = sockstat::collect(query)?;
             let time = SystemTime::now();
             if let Some(p) = &prev {
@@ -282,7 +279,7 @@ pub fn run_listing(
             Ok(ExitCode::SUCCESS)
         })?;
     } else if o.tcp_info && o.json && !o.summary {
-        run(interval, o.count, Layout::Stream, what, |f| {
+        run(interval, count, Layout::Stream, what, |f| {
             let snap = sockstat::collect(query)?;
             render::series::write(&snap, SystemTime::now(), opts, &mut f.out)?;
             warnings(&snap, o.verbose, f);
@@ -291,7 +288,7 @@ pub fn run_listing(
     } else {
         run(
             interval,
-            o.count,
+            count,
             Layout::Snapshots { json: o.json },
             what,
             |f| {

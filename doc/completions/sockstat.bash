@@ -77,13 +77,21 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --src --dst --state --pid --user --connected-to --command --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --events --count --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --generate --help --version counters diagnose drops events kill ports serve trace help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --sport --dport --src --dst --state --pid --user --command --connected-to --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --count --events --no-owners --source --owner-scan --help --version counters diagnose drops events kill ports serve trace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -111,11 +119,7 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -z)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -j)
+                --command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -123,7 +127,11 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --command)
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -147,22 +155,6 @@ _sockstat() {
                     COMPREPLY=($(compgen -W "auto proc bpf" -- "${cur}"))
                     return 0
                     ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --record-netlink)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --replay-netlink)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --generate)
-                    COMPREPLY=($(compgen -W "man bash zsh fish" -- "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -171,7 +163,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__counters)
-            opts="-q -v -h -j -z -Z --interval --all --json --color --help --proc-root --watch --count"
+            opts="-q -v -h -j -z -Z --interval --all --json --color --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -193,10 +185,6 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --watch)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -213,7 +201,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__diagnose)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -v -h --src --dst --state --pid --user --connected-to --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --interval --bandwidth --exact-locks --json --color --help --watch --count"
+            opts="-4 -6 -c -l -L -p -j -z -Z -v -h --sport --dport --src --dst --state --pid --user --command --connected-to --no-owners --source --owner-scan --interval --bandwidth --exact-locks --json --color --watch --count --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -223,15 +211,19 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --src)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --dst)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -P)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -247,11 +239,7 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -z)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -j)
+                --command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -259,7 +247,11 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --command)
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -269,18 +261,6 @@ _sockstat() {
                     ;;
                 --owner-scan)
                     COMPREPLY=($(compgen -W "auto proc bpf" -- "${cur}"))
-                    return 0
-                    ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --record-netlink)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --replay-netlink)
-                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --interval)
@@ -311,7 +291,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__drops)
-            opts="-P -p -h --json --help --watch --count"
+            opts="-P -p -h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -322,14 +302,6 @@ _sockstat() {
                     return 0
                     ;;
                 -p)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --watch)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --count)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -341,13 +313,21 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__events)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -n -q -h --src --dst --state --pid --user --connected-to --command --duration --stats --json --bpf-stats --ring-pages --help --watch --count"
+            opts="-4 -6 -L -p -j -z -Z -n -q -h --sport --dport --src --dst --pid --user --command --connected-to --duration --stats --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -359,19 +339,19 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -P)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --state)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --pid)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -383,27 +363,7 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --connected-to)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --command)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --duration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ring-pages)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --watch)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --count)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -555,13 +515,21 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__kill)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -y -n -w -v -h --src --dst --state --pid --user --connected-to --command --cookie --dry-run --yes --json --color --help --watch --count"
+            opts="-4 -6 -c -l -L -p -P -j -z -Z -y -n -w -v -h --sport --dport --src --dst --state --pid --user --command --connected-to --cookie --dry-run --yes --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -589,11 +557,7 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -z)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -j)
+                --command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -601,7 +565,11 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --command)
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -613,14 +581,6 @@ _sockstat() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                --watch)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --count)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -629,13 +589,21 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__ports)
-            opts="-4 -6 -L -p -q -v -h -j -z -Z --src --dst --interval --json --color --help --proc-root --watch --count"
+            opts="-4 -6 -L -p -q -v -h -j -z -Z --sport --dport --src --dst --interval --json --color --help --watch --count"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -663,10 +631,6 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --watch)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -683,7 +647,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__serve)
-            opts="-Z -h --listen --top --scrape-budget --web.config.file --events --proc-root --help --watch --count"
+            opts="-Z -h --listen --top --scrape-budget --web.config.file --events --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -705,18 +669,6 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --watch)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --count)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -725,7 +677,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__trace)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -o -h --src --dst --state --pid --user --connected-to --command --no-owners --source --owner-scan --proc-root --record-netlink --replay-netlink --id --cookie --output --interval --duration --json --help --watch --count"
+            opts="-4 -6 -c -l -L -p -j -z -Z -o -h --sport --dport --src --dst --state --pid --user --command --connected-to --no-owners --source --owner-scan --id --cookie --output --interval --duration --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -735,15 +687,19 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --src)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --dst)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -P)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -759,11 +715,7 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -z)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -j)
+                --command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -771,7 +723,11 @@ _sockstat() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --command)
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -781,18 +737,6 @@ _sockstat() {
                     ;;
                 --owner-scan)
                     COMPREPLY=($(compgen -W "auto proc bpf" -- "${cur}"))
-                    return 0
-                    ;;
-                --proc-root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --record-netlink)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --replay-netlink)
-                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --id)
@@ -816,14 +760,6 @@ _sockstat() {
                     return 0
                     ;;
                 --duration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --watch)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --count)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

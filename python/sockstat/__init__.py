@@ -206,6 +206,8 @@ def _filters(
     source: str = "auto",
     owner_scan: str = "auto",
     connected_to: Union[int, str, Iterable[Union[int, str]], None] = None,
+    sport: Union[int, str, Iterable[Union[int, str]], None] = None,
+    dport: Union[int, str, Iterable[Union[int, str]], None] = None,
 ) -> Dict[str, Any]:
     return {
         "families": _families(families),
@@ -214,6 +216,8 @@ def _filters(
         "listening": bool(listening),
         "no_loopback": bool(no_loopback),
         "ports": _csv("ports", ports),
+        "sport": _csv("sport", sport),
+        "dport": _csv("dport", dport),
         "src": _text("src", src),
         "dst": _text("dst", dst),
         "states": _csv("states", states),
@@ -237,6 +241,8 @@ def sockets(
     listening: bool = False,
     no_loopback: bool = False,
     ports: Union[int, str, Iterable[Union[int, str]], None] = None,
+    sport: Union[int, str, Iterable[Union[int, str]], None] = None,
+    dport: Union[int, str, Iterable[Union[int, str]], None] = None,
     src: Any = None,
     dst: Any = None,
     states: Union[str, Iterable[str], None] = None,
@@ -275,6 +281,9 @@ def sockets(
     - ``connected`` (-c), ``listening`` (-l): sockets with a remote end, or waiting for peers.
     - ``no_loopback`` (-L): leave out inet sockets with a loopback end.
     - ``ports`` (-p): local or remote port: 22, "22,80,8000-8100" or [22, "8000-8100"].
+    - ``sport``, ``dport`` (--sport, --dport): local / remote port, in the same forms: a
+      server's connections by its own port (``sport=5432``), a client's by the port it
+      connected to (``dport=5432``).
     - ``src``, ``dst`` (--src, --dst): local / remote address or prefix ("192.0.2.0/24").
     - ``states`` (--state): kernel state names, e.g. "ESTABLISHED" or ["LISTEN", "TIME_WAIT"].
     - ``pids`` (--pid), ``user`` (--user: a name or uid), ``command`` (--command: exact, or a
@@ -299,6 +308,7 @@ def sockets(
     f = _filters(
         families, protos, connected, listening, no_loopback, ports, src, dst, states, pids,
         user, command, owners, zone, all_zones, source, owner_scan, connected_to,
+        sport=sport, dport=dport,
     )
     f.update(
         time_wait=bool(time_wait),
@@ -382,6 +392,8 @@ def ports(
     families: Union[str, Iterable[str], None] = None,
     no_loopback: bool = False,
     ports: Union[int, str, Iterable[Union[int, str]], None] = None,
+    sport: Union[int, str, Iterable[Union[int, str]], None] = None,
+    dport: Union[int, str, Iterable[Union[int, str]], None] = None,
     src: Any = None,
     dst: Any = None,
     interval: Optional[float] = None,
@@ -393,14 +405,17 @@ def ports(
     server side (``servers``) and ``warnings`` (findings such as ``ephemeral-ports-critical``,
     and, as findings of level info, what could not be seen; only the latter are also issued as
     :class:`SockstatWarning`). ``families`` ("inet", "inet6"), ``no_loopback``, ``ports``,
-    ``src``, ``dst`` filter as in :func:`sockets`; ``interval`` (seconds) samples twice and
-    adds the rate of new TIME-WAIT entries and the PAWS and TIME-WAIT counters. Reads the
-    network namespace this process runs in.
+    ``sport``, ``dport``, ``src``, ``dst`` filter as in :func:`sockets`; ``interval`` (seconds)
+    samples twice and adds the rate of new TIME-WAIT entries and the PAWS and TIME-WAIT
+    counters. Reads the network namespace this process runs in.
     """
     fams = _families(families)
     if fams is not None and "unix" in fams:
         raise ValueError("families: ports() looks at TCP; give inet, inet6 or both")
-    f = _filters(families=fams, no_loopback=no_loopback, ports=ports, src=src, dst=dst)
+    f = _filters(
+        families=fams, no_loopback=no_loopback, ports=ports, sport=sport, dport=dport, src=src,
+        dst=dst,
+    )
     doc, warned = _native.ports(f, _seconds("interval", interval))
     _warn(warned)
     return doc
@@ -430,11 +445,12 @@ def diagnose(
     *,
     bandwidth: Union[str, float, None] = None,
     families: Union[str, Iterable[str], None] = None,
-    protos: Union[str, Iterable[str], None] = None,
     connected: bool = False,
     listening: bool = False,
     no_loopback: bool = False,
     ports: Union[int, str, Iterable[Union[int, str]], None] = None,
+    sport: Union[int, str, Iterable[Union[int, str]], None] = None,
+    dport: Union[int, str, Iterable[Union[int, str]], None] = None,
     src: Any = None,
     dst: Any = None,
     states: Union[str, Iterable[str], None] = None,
@@ -452,7 +468,9 @@ def diagnose(
     retransmissions, listen queue, TIME-WAIT, ephemeral ports, memory pressure). Each finding
     has its ``rule``, ``severity``, ``socket``, ``summary``, ``evidence`` and ``advice``.
     ``bandwidth``, the path's bottleneck ("100Mbit", "12.5MB/s", or a number of bytes per
-    second), sizes buffers for it. The filters are those of :func:`sockets`.
+    second), sizes buffers for it. The filters are those of :func:`sockets` that apply to TCP
+    connections, as ``sockstat diagnose`` takes them: no ``protos``, and ``families`` "inet",
+    "inet6" or both.
     """
     if isinstance(bandwidth, str):
         bw: Optional[float] = _native.parse_bandwidth(bandwidth)
@@ -467,9 +485,12 @@ def diagnose(
     secs = _seconds("interval", interval)
     if secs is None:
         raise TypeError("interval: expected seconds as a number, not None")
+    fams = _families(families)
+    if fams is not None and "unix" in fams:
+        raise ValueError("families: diagnose() looks at TCP; give inet, inet6 or both")
     f = _filters(
-        families, protos, connected, listening, no_loopback, ports, src, dst, states, pids,
-        user, command, owners,
+        fams, None, connected, listening, no_loopback, ports, src, dst, states, pids,
+        user, command, owners, sport=sport, dport=dport,
     )
     doc = _native.diagnose(f, secs, bw)
     _warn(doc["warnings"])

@@ -21,6 +21,8 @@ pub struct Filters {
     listening: bool,
     no_loopback: bool,
     ports: Option<String>,
+    sport: Option<String>,
+    dport: Option<String>,
     src: Option<String>,
     dst: Option<String>,
     states: Option<String>,
@@ -87,6 +89,8 @@ impl Filters {
         q.listening = self.listening;
         q.no_loopback = self.no_loopback;
         q.ports = filter(self.ports.as_deref().map(PortSet::parse).transpose())?;
+        q.sport = filter(self.sport.as_deref().map(PortSet::parse).transpose())?;
+        q.dport = filter(self.dport.as_deref().map(PortSet::parse).transpose())?;
         q.src = filter(self.src.as_deref().map(parse_prefix).transpose())?;
         q.dst = filter(self.dst.as_deref().map(parse_prefix).transpose())?;
         q.states = filter(self.states.as_deref().map(parse_states).transpose())?;

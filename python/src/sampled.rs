@@ -70,7 +70,7 @@ fn reasons(s: &Sample) -> String {
     why.join("; ")
 }
 
-/// `sockstat ports --json` (`-4 -6 -L -p --src --dst --interval`) as a `PortsReport`, and
+/// `sockstat ports --json` (`-4 -6 -L -p --sport --dport --src --dst --interval`) as a `PortsReport`, and
 /// the gathering's own warnings (which the report also holds, as findings):
 /// `(report, warnings)`.
 #[pyfunction]
@@ -95,6 +95,8 @@ pub fn ports<'py>(
     let mut filter = gather.clone();
     filter.no_loopback = asked.no_loopback;
     filter.ports = asked.ports;
+    filter.sport = asked.sport;
+    filter.dport = asked.dport;
     filter.src = asked.src;
     filter.dst = asked.dst;
 

@@ -156,7 +156,7 @@ def test_diagnose_finds_a_full_listen_queue(sockstat_bin, closing):
         (lambda: sockstat.counters(-1), ["counters", "--interval=-1"]),
         (lambda: sockstat.ports(interval=100000), ["ports", "--interval", "100000"]),
         (lambda: sockstat.diagnose(bandwidth="fast"), ["diagnose", "--bandwidth", "fast"]),
-        (lambda: sockstat.diagnose(protos="udp"), ["diagnose", "-P", "udp"]),
+        (lambda: sockstat.diagnose(dport="70000"), ["diagnose", "--dport", "70000"]),
         (lambda: sockstat.ports(ports="1-2-3"), ["ports", "-p", "1-2-3"]),
     ],
 )
@@ -164,6 +164,14 @@ def test_bad_values_raise_valueerror_with_the_command_message(sockstat_bin, call
     with pytest.raises(ValueError) as e:
         call()
     assert str(e.value) in run_error(sockstat_bin, *flags)
+
+
+def test_diagnose_takes_the_filters_of_tcp_connections_only():
+    # As `sockstat diagnose`, which has no -P and no -u: it looks at TCP connections alone.
+    with pytest.raises(TypeError, match="protos"):
+        sockstat.diagnose(protos="udp")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="looks at TCP"):
+        sockstat.diagnose(families="unix")
 
 
 UNREADABLE = r"""

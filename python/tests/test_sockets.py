@@ -141,6 +141,40 @@ def test_filters_select_as_the_command_does(closing):
     assert {s.user for s in numeric} == {None} and {s.uid for s in numeric} == {os.geteuid()}
 
 
+def test_sport_and_dport_select_one_end(closing, sockstat_bin):
+    """--sport / --dport: the local port and the remote port alone (-p takes either end), each
+    checked against the ends the sockets themselves report."""
+    lst, cli, acc = tcp_pair(closing)
+    port = lst.getsockname()[1]
+    eph = cli.getsockname()[1]
+    # (local port, remote port); a listener has no remote end (0 here).
+    mine = {
+        "listener": (port, 0),
+        "client": (eph, port),
+        "server": (port, eph),
+    }
+
+    def ends(found):
+        return sorted((s.local.port, s.remote.port if s.remote else 0) for s in found)
+
+    def want(pred):
+        return sorted(e for e in mine.values() if pred(e))
+
+    me = os.getpid()  # other processes on the host may use the same ports
+    for p in (port, eph):
+        assert ends(sockstat.sockets(sport=p, pids=me)) == want(lambda e: e[0] == p)
+        assert ends(sockstat.sockets(dport=p, pids=me)) == want(lambda e: e[1] == p)
+    assert ends(sockstat.sockets(sport=[port, "1-2"], connected=True, pids=me)) == [(port, eph)]
+    assert ends(sockstat.sockets(sport=eph, dport=str(port), pids=me)) == [(eph, port)]
+    assert ends(sockstat.sockets(ports=port, dport=port, pids=me)) == [(eph, port)]
+    # The listing's order and objects, as the command prints them.
+    assert sockstat.sockets(dport=port, pids=me, resolve_users=False) == run_json(
+        sockstat_bin, "-n", "--dport", str(port), "--pid", str(me)
+    )["sockets"]
+    with pytest.raises(ValueError, match="'70000'"):
+        sockstat.sockets(dport=70000)
+
+
 def test_details_tcp_info_memory_timer(closing):
     lst, cli, acc = tcp_pair(closing)
     cli.sendall(b"x" * 1000)

@@ -11,16 +11,22 @@ use std::time::Duration;
 use sockstat::counters::{self, CounterReport};
 use sockstat::{render, Query, Sample, Sampler};
 
-use crate::cli::{Cli, ColorWhen, ZoneArgs};
-use crate::output::{interval, options, write_warnings};
+use crate::cli::{ColorWhen, WatchArgs, ZoneArgs};
+use crate::output::{announce_wait, interval, options, write_warnings, Waits};
 
 /// Flags of `sockstat counters`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Examples:\n  sockstat counters 10          what moved in the last 10 seconds\n  sockstat counters --json 5    the same, as JSON\n  sockstat counters --all       every counter since boot, zeros too"
-)]
+#[command(after_help = concat!("\
+Examples:
+  sockstat counters 10          what moved in the next 10 seconds
+  sockstat counters --json 5    the same, as JSON
+  sockstat counters --all       every counter since boot, zeros too
+  sockstat counters --watch 5   what moved in each 5 seconds, again and again
+
+", crate::cli::exit_statuses!()))]
 pub struct CountersArgs {
-    /// Measure deltas over this many seconds (fractions allowed); without it, values since boot.
+    /// Measure deltas over this many seconds (fractions allowed); without it, values since boot
+    /// (under --watch: deltas over the watch interval).
     #[arg(value_name = "SECONDS", value_parser = crate::output::parse_seconds)]
     pub seconds: Option<f64>,
     /// Same as SECONDS.
@@ -48,6 +54,9 @@ pub struct CountersArgs {
     /// Zones.
     #[command(flatten)]
     pub zones: ZoneArgs,
+    /// Watch mode.
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// Read the counter files from this directory instead of /proc (testing).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -59,13 +68,13 @@ pub struct CountersArgs {
 /// refresh shows the deltas over the watch interval.
 pub fn run(
     args: &CountersArgs,
-    cli: &Cli,
     mut out: &mut dyn Write,
     err: &mut dyn Write,
+    waits: Waits,
 ) -> anyhow::Result<ExitCode> {
-    let interval_s = interval(args.seconds, args.interval)?.or(crate::watch_interval(&cli.output));
-    let json = args.json || cli.output.json;
-    let zones = args.zones.or_global(cli);
+    let interval_s = interval(args.seconds, args.interval)?.or(args.watch.interval());
+    let json = args.json;
+    let zones = &args.zones;
     let mut q = Query::new();
     q.zones = zones.select();
     if let Some(root) = &args.proc_root {
@@ -76,6 +85,11 @@ pub fn run(
     let mut report = match interval_s {
         None => report(None, &first, args.all)?,
         Some(s) => {
+            announce_wait(
+                waits,
+                &format!("measuring the counters' deltas over {s} s"),
+                "Ctrl-C cancels",
+            );
             std::thread::sleep(Duration::from_secs_f64(s).saturating_sub(first.taken.elapsed()));
             let second = sampler.sample()?;
             report(Some(&first), &second, args.all)?

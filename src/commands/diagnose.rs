@@ -2,7 +2,7 @@
 //! zone's counters and sysctls, an interval apart (`sockstat::Sampler`), judged by the rules of
 //! `sockstat::diagnose` (`sockstat::judge`). This file owns the flags, the
 //! waiting and the exit status: 0 healthy (or info only), 1 a finding at warning level or
-//! above, 2 an error.
+//! above (errors as `main` maps them).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -12,8 +12,8 @@ use sockstat::diagnose;
 use sockstat::render;
 use sockstat::{diagnose_with, Diagnosis};
 
-use crate::cli::{Cli, ColorWhen, FilterArgs, SourceArgs};
-use crate::output::{options, write_warnings};
+use crate::cli::{ColorWhen, SourceArgs, TcpFilters, WatchArgs};
+use crate::output::{announce_wait, options, write_warnings, Waits};
 
 fn bandwidth(s: &str) -> Result<f64, String> {
     diagnose::parse_bandwidth(s)
@@ -21,7 +21,7 @@ fn bandwidth(s: &str) -> Result<f64, String> {
 
 /// Flags of `sockstat diagnose`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 Findings (doc/diagnostics.md): send-buffer-limited, receive-window-limited,
 window-scaling-missing, receive-buffer-locked, receiver-not-reading, delayed-ack,
 memory-pressure, ephemeral-ports, timewait-syn-rejected, listen-overflow, retransmissions,
@@ -32,12 +32,13 @@ Examples:
   sockstat diagnose -p 443 --interval 3     connections on port 443, over 3 s
   sockstat diagnose --bandwidth 100Mbit     also size buffers for a 100 Mbit/s path (BDP)
   sockstat diagnose --json                  for scripts (doc/diagnose.schema.json)
+  sockstat diagnose --watch 10              judged again every 10 s
 
-Exit status: 0 nothing at warning level or above, 1 findings, 2 bad usage or an error.")]
+", crate::cli::exit_statuses!("a finding at warning level or above")))]
 pub struct DiagnoseArgs {
     /// Filters.
     #[command(flatten)]
-    pub filters: FilterArgs,
+    pub filters: TcpFilters,
     /// Data sources.
     #[command(flatten)]
     pub source: SourceArgs,
@@ -62,6 +63,9 @@ pub struct DiagnoseArgs {
     /// When to use colour.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, help_heading = "Output")]
     pub color: ColorWhen,
+    /// Watch mode.
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// Print help.
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
@@ -72,16 +76,21 @@ pub struct DiagnoseArgs {
 /// Writes the report on `out` and its warnings on `err`.
 pub fn run(
     a: &DiagnoseArgs,
-    _cli: &Cli,
     mut out: &mut dyn Write,
     err: &mut dyn Write,
+    waits: Waits,
 ) -> anyhow::Result<ExitCode> {
-    let q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
+    let q = crate::cli::query(&[&a.filters, &a.source])?;
     let how = Diagnosis {
         bandwidth: a.bandwidth,
         exact_locks: a.exact_locks,
         connect_events: true,
     };
+    announce_wait(
+        waits,
+        &format!("sampling the TCP connections twice, {} s apart", a.interval),
+        "Ctrl-C cancels",
+    );
     let report = diagnose_with(&q, Duration::from_secs_f64(a.interval), &how)?;
     let opts = options(false, a.verbose, a.color);
     if a.json {

@@ -10,15 +10,12 @@ use std::time::{Duration, Instant};
 use sockstat::events::drops::DropCounter;
 use sockstat::{PortSet, Proto};
 
-use crate::cli::{Cli, List};
-
-fn protos(s: &str) -> Result<List<Proto>, sockstat::FilterError> {
-    sockstat::query::parse_protos(s).map(List)
-}
+use crate::cli::{protos, List};
+use crate::output::Waits;
 
 /// Flags of `sockstat drops`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 Counts every packet the kernel frees as dropped (the skb:kfree_skb tracepoint and its drop
 reason, Linux 5.17+), by reason, protocol and port, over SECONDS (or until Ctrl-C), in every
 network namespace of the host. The port is the local port of the socket the packet was for when
@@ -30,8 +27,9 @@ Examples:
   sockstat drops 30 -P tcp -p 443    TCP drops to or from port 443
   sockstat drops 5 --json
 
-Needs CAP_BPF and CAP_PERFMON (or root). Exit status: 0, 2 bad usage or missing privileges or
-kernel support.")]
+Needs CAP_BPF and CAP_PERFMON (or root).
+
+", crate::cli::exit_statuses!()))]
 pub struct DropsArgs {
     /// How long to count, in seconds (default 10).
     #[arg(value_name = "SECONDS", value_parser = crate::output::parse_seconds)]
@@ -51,7 +49,7 @@ pub struct DropsArgs {
 }
 
 /// Runs `sockstat drops`.
-pub fn run(a: &DropsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
+pub fn run(a: &DropsArgs) -> anyhow::Result<ExitCode> {
     let protos: Option<Vec<u8>> = match &a.protos {
         None => None,
         Some(l) => Some(
@@ -61,23 +59,24 @@ pub fn run(a: &DropsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
                     Proto::Udp => Ok(17),
                     Proto::Udplite => Ok(136),
                     Proto::Sctp => Ok(132),
-                    other => Err(anyhow::anyhow!(
+                    other => Err(crate::usage(format!(
                         "drops are counted by IP protocol: -P takes tcp, udp, udplite or sctp, not {}",
                         other.name()
-                    )),
+                    ))),
                 })
                 .collect::<anyhow::Result<_>>()?,
         ),
     };
     let stop = crate::watch::stop_flag()?;
-    let counter = match DropCounter::start() {
-        Ok(c) => c,
-        Err(u) => {
-            eprintln!("sockstat: cannot count dropped packets: {}", u.message);
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let until = Instant::now() + Duration::from_secs_f64(a.seconds.unwrap_or(10.0));
+    let counter = DropCounter::start()
+        .map_err(|u| anyhow::Error::new(u).context("cannot count dropped packets"))?;
+    let seconds = a.seconds.unwrap_or(10.0);
+    crate::output::announce_wait(
+        Waits::Announced,
+        &format!("counting dropped packets for {seconds} s"),
+        "Ctrl-C stops early and shows what was counted",
+    );
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
     while !stop.load(Ordering::Relaxed) && Instant::now() < until {
         std::thread::sleep(
             Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())),

@@ -14,7 +14,8 @@ use sockstat::events::{Clock, ConnEvent, Lost, Peers, Record, Tracer, UserNames,
 use sockstat::render::conn_events::{self, LineOptions};
 use sockstat::Query;
 
-use crate::cli::{Cli, FilterArgs, OwnerScanArg, SourceArg, SourceArgs};
+use crate::cli::{ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, ZoneArgs};
+use crate::output::Waits;
 
 /// How long the consumer waits for records before checking for a stop.
 const POLL: Duration = Duration::from_millis(50);
@@ -24,7 +25,7 @@ const MAX_BACKLOG: usize = 500_000;
 
 /// Flags of `sockstat events`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 One line per TCP connection event, as the kernel sees it: 'connect' when a connect() completes,
 'accept' when a process takes a connection off a listener's queue, 'close' when a connection
 ends (with its duration, connect latency or accept wait, SYN retransmits, payload bytes and how
@@ -38,21 +39,22 @@ that called connect() or accept(). Like the listing, events of the network names
 runs in unless -z or -Z say otherwise.
 
 Needs CAP_BPF and CAP_PERFMON (or root), and a kernel with BTF and the sock:inet_sock_set_state
-tracepoint. Without them it says what is missing and exits with status 2; the listing's --events
+tracepoint. Without them it says what is missing and exits with status 3; the listing's --events
 (polling) then still works, but sees only sockets that live longer than its interval.
 
 Examples:
-  sockstat events -p 5432                     connections to and from port 5432, live
+  sockstat events --dport 5432                connections to port 5432, live
   sockstat events --command curl --stats      what curl connects to, and how fast
   sockstat events -4 --dst 192.0.2.7 --json   JSON Lines, one object per event
   sockstat events --duration 60 --stats -q    a one-minute summary, no event lines
 
-Exit status: 0 (also on Ctrl-C or SIGTERM, after the summary), 2 bad usage, missing privileges
-or kernel support.")]
+Ctrl-C or SIGTERM ends it (with --stats, after the summary) with status 0.
+
+", crate::cli::exit_statuses!()))]
 pub struct EventsArgs {
     /// Filters.
     #[command(flatten)]
-    pub filters: FilterArgs,
+    pub filters: EventFilters,
     /// Stop after SECONDS (default: run until Ctrl-C or SIGTERM).
     #[arg(long, value_name = "SECONDS", value_parser = crate::output::parse_seconds, help_heading = "Events")]
     pub duration: Option<f64>,
@@ -93,25 +95,16 @@ fn ring_pages(s: &str) -> Result<usize, String> {
     }
 }
 
-/// The flags that do not apply to connection events, by name.
-fn reject_inapplicable(f: &FilterArgs) -> anyhow::Result<()> {
-    let bad = [
-        (f.unix, "-u"),
-        (f.connected, "-c"),
-        (f.listening, "-l"),
-        (f.states.is_some(), "--state"),
-    ];
-    if let Some((_, flag)) = bad.iter().find(|(on, _)| *on) {
-        anyhow::bail!(
-            "{flag} does not apply to events: they are TCP connections as they open and close (use -4, -6, -p, --src, --dst)"
-        );
+crate::cli::filters! {
+    /// The filters that apply to connection events: TCP connections as they open and close, so
+    /// neither `-u`, `-c`, `-l`, `--state` nor `-P`.
+    pub struct EventFilters {
+        families: FamilyArgs,
+        endpoints: EndpointArgs,
+        holders: HolderArgs,
+        connected_to: ConnectedToArgs,
+        zones: ZoneArgs,
     }
-    if let Some(p) = &f.protos {
-        if p.0.iter().any(|&p| p != sockstat::Proto::Tcp) {
-            anyhow::bail!("events are TCP connections: -P takes only tcp here");
-        }
-    }
-    Ok(())
 }
 
 /// The events command's output, with what it must remember between polls.
@@ -214,33 +207,23 @@ impl Run<'_> {
 }
 
 /// Runs `sockstat events`.
-pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
-    reject_inapplicable(&a.filters)?;
-    let src = SourceArgs {
-        no_owners: false,
-        source: SourceArg::Auto,
-        owner_scan: OwnerScanArg::Auto,
-        proc_root: None,
-        record_netlink: None,
-        replay_netlink: None,
-    };
-    let q = crate::build_query(&a.filters, &src, false)?;
+pub fn run(a: &EventsArgs) -> anyhow::Result<ExitCode> {
+    let q = crate::cli::query(&[&a.filters])?;
     let zones = ZoneScope::new(&q)?;
     let stop = crate::watch::stop_flag()?;
     let ring_bytes = match a.ring_pages {
         Some(pages) => pages * page_size(),
         None => sockstat::events::RING_BYTES,
     };
-    let tracer = match Tracer::start(a.bpf_stats, ring_bytes) {
-        Ok(t) => t,
-        Err(u) => {
-            eprintln!(
-                "sockstat: cannot trace connection events: {}; the listing's --events (polling) still works but sees only sockets that live longer than its interval",
-                u.message
-            );
-            return Ok(ExitCode::from(2));
-        }
-    };
+    let tracer = Tracer::start(a.bpf_stats, ring_bytes).map_err(|u| {
+        crate::explained(
+            format!(
+                "cannot trace connection events: {u}; the listing's --events (polling) still \
+                 works but sees only sockets that live longer than its interval"
+            ),
+            u,
+        )
+    })?;
     if let Some(why) = &tracer.accept_unavailable {
         eprintln!(
             "sockstat: warning: accept() is not traced ({why}): server-side events carry no process and no accept wait"
@@ -251,6 +234,25 @@ pub fn run(a: &EventsArgs, _cli: &Cli) -> anyhow::Result<ExitCode> {
             "sockstat: warning: sockstat runs in a nested pid namespace; event pids are those of the host's"
         );
     }
+    let (what, how_to_stop) = match (a.duration, a.stats) {
+        (Some(d), false) => (
+            format!("tracing TCP connection events for {d} s"),
+            "Ctrl-C stops early",
+        ),
+        (Some(d), true) => (
+            format!("tracing TCP connection events for {d} s"),
+            "Ctrl-C stops early and prints the summary",
+        ),
+        (None, false) => (
+            "tracing TCP connection events until stopped".into(),
+            "Ctrl-C stops",
+        ),
+        (None, true) => (
+            "tracing TCP connection events until stopped".into(),
+            "Ctrl-C stops and prints the summary",
+        ),
+    };
+    crate::output::announce_wait(Waits::Announced, &what, how_to_stop);
     let started = Instant::now();
     let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));
     let mut run = Run {

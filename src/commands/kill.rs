@@ -2,7 +2,8 @@
 //! that hold them. What may be closed, the requests and the results are `sockstat::kill`; this
 //! file owns the flags, the confirmation and the exit status: 0 every matched socket is closed
 //! (killed, or gone already) or none matched, 1 some could not be closed (or the confirmation
-//! was declined), 2 bad usage or an error.
+//! was declined), 3 none could be, for want of CAP_NET_ADMIN or of kernel support (errors as
+//! `main` maps them).
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -13,7 +14,10 @@ use sockstat::model::counted;
 use sockstat::render::{self, kill as view};
 use sockstat::Snapshot;
 
-use crate::cli::{Cli, ColorWhen, FilterArgs, List, OwnerScanArg, SourceArg, SourceArgs};
+use crate::cli::{
+    ColorWhen, ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, List, ProtoArgs, RoleArgs,
+    SourceArg, SourceArgs, StateArgs, ZoneArgs,
+};
 
 /// Parses `--cookie`: comma-separated decimal cookies, as the listing's JSON shows them.
 fn cookies(s: &str) -> Result<List<u64>, String> {
@@ -30,7 +34,7 @@ fn cookies(s: &str) -> Result<List<u64>, String> {
 
 /// Flags of `sockstat kill`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 Only TCP and UDP sockets, in the states the filters select (ANDed, as in the listing). Sockets
 with no remote end (LISTEN, unconnected UDP) only with -l or when --state names their state.
 Each socket is named by its kernel cookie as well as its addresses: one that closed after the
@@ -40,18 +44,22 @@ Results: killed, gone (closed already, or replaced), not-permitted (needs CAP_NE
 socket's network namespace), unsupported (kernel without CONFIG_INET_DIAG_DESTROY; TIME-WAIT
 entries need Linux 6.0), failed.
 
+-p matches either end's port; --sport only the local one (a server's own port) and --dport only
+the remote one (the port a client connected to), so that a kill closes only what was meant.
+
 Examples:
-  sockstat kill -p 8080 --state CLOSE_WAIT       close the CLOSE_WAIT pile-up on port 8080
-  sockstat kill --dst 192.0.2.7 -p 443 --dry-run  what would be closed, nothing is
-  sockstat kill --cookie 8812 --yes              one connection, from a script
+  sockstat kill --sport 8080 --state CLOSE_WAIT      close the CLOSE_WAIT pile-up of the server
+                                                     on port 8080 (not this host's own
+                                                     connections to other hosts' port 8080)
+  sockstat kill --dst 192.0.2.7 --dport 443 --dry-run   what would be closed, nothing is
+  sockstat kill --cookie 8812 --yes                  one connection, from a script
   sockstat kill --state TIME_WAIT --dst 198.51.100.9 --yes   free ports held in TIME-WAIT
 
-Exit status: 0 every matched socket closed (or none matched), 1 some could not be closed or the
-confirmation was declined, 2 bad usage or an error.")]
+", crate::cli::exit_statuses!("some matched socket could not be closed, or the confirmation was declined (3 when none could be, for want of CAP_NET_ADMIN or of kernel support)")))]
 pub struct KillArgs {
     /// Filters.
     #[command(flatten)]
-    pub filters: FilterArgs,
+    pub filters: KillFilters,
     /// Only sockets with these kernel cookies (comma-separated, as "cookie" in --json).
     #[arg(long = "cookie", value_name = "COOKIES", value_parser = cookies, help_heading = "Filters")]
     pub cookies: Option<List<u64>>,
@@ -82,65 +90,38 @@ pub struct KillArgs {
     pub help: Option<bool>,
 }
 
-/// Whether any listing filter was given before `kill` (where it would not apply to the kill).
-fn any_filter(f: &FilterArgs) -> bool {
-    f.inet
-        || f.inet6
-        || f.unix
-        || f.connected
-        || f.listening
-        || f.no_loopback
-        || f.ports.is_some()
-        || f.src.is_some()
-        || f.dst.is_some()
-        || f.protos.is_some()
-        || f.states.is_some()
-        || f.pids.is_some()
-        || f.user.is_some()
-        || f.zones.zone.is_some()
-        || f.zones.all_zones
-        || f.command.is_some()
+crate::cli::filters! {
+    /// The filters of `kill`: the listing's but `-u` (a unix socket cannot be closed from
+    /// outside).
+    pub struct KillFilters {
+        families: FamilyArgs,
+        role: RoleArgs,
+        endpoints: EndpointArgs,
+        protos: ProtoArgs,
+        states: StateArgs,
+        holders: HolderArgs,
+        connected_to: ConnectedToArgs,
+        zones: ZoneArgs,
+    }
 }
 
 /// The query: the listing's filters over TCP and UDP, from sock_diag only (a socket listed from
 /// `/proc/net` text has no cookie to name it by).
-fn query(a: &KillArgs, cli: &Cli) -> anyhow::Result<sockstat::Query> {
-    let s = &cli.source;
-    if any_filter(&cli.filters)
-        || s.no_owners
-        || s.source != SourceArg::Auto
-        || s.owner_scan != OwnerScanArg::Auto
-        || s.proc_root.is_some()
-        || s.record_netlink.is_some()
-        || s.replay_netlink.is_some()
-    {
-        anyhow::bail!(
-            "kill: give its filters after 'kill' (sockstat kill -p 8080 ...); options before it \
-             would not apply to what is closed"
-        );
-    }
-    if a.filters.unix {
-        anyhow::bail!(
-            "kill closes TCP and UDP sockets; unix sockets (-u) cannot be closed from outside"
-        );
-    }
-    if let Some(p) = a.filters.protos.as_ref() {
+fn query(a: &KillArgs) -> anyhow::Result<sockstat::Query> {
+    let f = &a.filters;
+    if let Some(p) = f.protos.protos.as_ref() {
         if let Some(bad) = p.0.iter().find(|p| !PROTOCOLS.contains(p)) {
-            anyhow::bail!(
+            return Err(crate::usage(format!(
                 "kill closes tcp and udp sockets only, not '{}' (-P tcp, -P udp or -P tcp,udp)",
                 bad.name()
-            );
+            )));
         }
     }
     let source = SourceArgs {
-        no_owners: false,
         source: SourceArg::Netlink,
-        owner_scan: OwnerScanArg::Auto,
-        proc_root: None,
-        record_netlink: None,
-        replay_netlink: None,
+        ..SourceArgs::default()
     };
-    let mut q = crate::build_query(&a.filters, &source, false)?;
+    let mut q = crate::cli::query(&[f, &source])?;
     q.families.unix = false;
     if !q.families.inet && !q.families.inet6 {
         q.families.inet = true;
@@ -149,11 +130,11 @@ fn query(a: &KillArgs, cli: &Cli) -> anyhow::Result<sockstat::Query> {
     q.protos = Some(q.protos.take().unwrap_or_else(|| PROTOCOLS.to_vec()));
     q.resolve_users = !a.numeric;
     if !k::is_narrowed(&q, a.cookies.as_ref().map(|c| c.0.as_slice())) {
-        anyhow::bail!(
-            "kill needs a filter that names what to close (-p, --src, --dst, --pid, --user, \
-             --command, --state, -l, -z or --cookie): without one it would close every \
-             connection"
-        );
+        return Err(crate::usage(
+            "kill needs a filter that names what to close (-p, --sport, --dport, --src, --dst, \
+             --pid, --user, --command, --state, -l, --connected-to, -z or --cookie): without one \
+             it would close every connection",
+        ));
     }
     Ok(q)
 }
@@ -203,9 +184,9 @@ fn confirm(shown: &Snapshot, opts: &render::Options, json: bool) -> anyhow::Resu
 }
 
 /// Runs `sockstat kill`.
-pub fn run(a: &KillArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
-    let json = a.json || cli.output.json;
-    let q = query(a, cli)?;
+pub fn run(a: &KillArgs) -> anyhow::Result<ExitCode> {
+    let json = a.json;
+    let q = query(a)?;
     let opts = options(a);
     let snap = sockstat::collect(&q)?;
     let shown = k::select(snap, &q, a.cookies.as_ref().map(|c| c.0.as_slice()));
@@ -236,14 +217,14 @@ pub fn run(a: &KillArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     if !a.yes {
         let terminal = io::stdin().is_terminal() && io::stdout().is_terminal();
         if !terminal {
-            anyhow::bail!(
+            return Err(crate::usage(format!(
                 "{} {} and there is no terminal to confirm on: add --yes to kill {} (or \
                  --dry-run to list {})",
                 sockets(n),
                 if n == 1 { "matches" } else { "match" },
                 if n == 1 { "it" } else { "them" },
                 if n == 1 { "it" } else { "them" },
-            );
+            )));
         }
         drop(out);
         if !confirm(&shown, &opts, json)? {
@@ -265,6 +246,8 @@ pub fn run(a: &KillArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     out.flush()?;
     Ok(if k::all_closed(&attempts) {
         ExitCode::SUCCESS
+    } else if k::refused_by_host(&attempts) {
+        crate::Status::Unavailable.into()
     } else {
         ExitCode::from(1)
     })

@@ -1,5 +1,5 @@
-//! Subcommands: views other than the listing. Each lives in its own file and owns its flags;
-//! `run` dispatches. They share the filters of `crate::cli::FilterArgs` where they make sense.
+//! Subcommands: views other than the listing. Each lives in its own file and owns its flags,
+//! made of the groups of `crate::cli` it can use; `run` dispatches.
 
 pub mod counters;
 pub mod diagnose;
@@ -13,7 +13,7 @@ pub mod trace;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use crate::cli::Cli;
+use crate::output::Waits;
 
 /// The subcommands.
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -104,84 +104,53 @@ pub enum Command {
     Trace(Box<trace::TraceArgs>),
 }
 
-/// Runs a subcommand; returns the process exit status. `--watch`/`--count` run the view
-/// again and again (`crate::watch::run`); `serve` runs until stopped and takes neither.
-pub fn run(cmd: &Command, cli: &Cli) -> anyhow::Result<ExitCode> {
-    if cli.output.events {
-        anyhow::bail!("--events works with the listing, not with subcommands (try --watch)");
+/// Runs a subcommand; returns the process exit status. `--watch`/`--count` run the views that
+/// take them again and again (`crate::watch::run`).
+pub fn run(cmd: &Command) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Command::Counters(a) => watched(&a.watch, a.json, "counters", |out, err, waits| {
+            counters::run(a, out, err, waits)
+        }),
+        Command::Diagnose(a) => watched(&a.watch, a.json, "diagnosis", |out, err, waits| {
+            diagnose::run(a, out, err, waits)
+        }),
+        Command::Ports(a) => watched(&a.watch, a.json, "port report", |out, err, waits| {
+            ports::run(a, out, err, waits)
+        }),
+        Command::Serve(a) => serve::run(a),
+        Command::Drops(a) => drops::run(a),
+        Command::Events(a) => events::run(a),
+        Command::Kill(a) => kill::run(a),
+        Command::Trace(a) => trace::run(a),
     }
-    let cmd = &with_flags_before(cmd, cli)?;
-    let view = |out: &mut dyn Write, err: &mut dyn Write| -> anyhow::Result<ExitCode> {
-        match cmd {
-            Command::Counters(a) => counters::run(a, cli, out, err),
-            Command::Diagnose(a) => diagnose::run(a, cli, out, err),
-            Command::Ports(a) => ports::run(a, cli, out, err),
-            Command::Serve(_)
-            | Command::Trace(_)
-            | Command::Kill(_)
-            | Command::Events(_)
-            | Command::Drops(_) => {
-                unreachable!("not a view")
-            }
-        }
-    };
-    // Whether the view is JSON, and what it is called in an error about writing it.
-    let (json, what) = match cmd {
-        Command::Counters(a) => (a.json || cli.output.json, "counters"),
-        Command::Diagnose(a) => (a.json, "diagnosis"),
-        Command::Ports(a) => (a.json || cli.output.json, "port report"),
-        Command::Serve(a) => {
-            if crate::watch_interval(&cli.output).is_some() {
-                anyhow::bail!("serve runs until stopped: --watch and --count do not apply to it");
-            }
-            return serve::run(a, cli);
-        }
-        Command::Drops(a) => {
-            if crate::watch_interval(&cli.output).is_some() {
-                anyhow::bail!(
-                    "drops counts over its own interval (SECONDS): --watch and --count do not apply to it"
-                );
-            }
-            return drops::run(a, cli);
-        }
-        Command::Events(a) => {
-            if crate::watch_interval(&cli.output).is_some() {
-                anyhow::bail!(
-                    "events streams as connections happen: --watch and --count do not apply to it (--duration stops it)"
-                );
-            }
-            return events::run(a, cli);
-        }
-        Command::Kill(a) => {
-            if crate::watch_interval(&cli.output).is_some() {
-                anyhow::bail!("kill closes sockets once: --watch and --count do not apply to it");
-            }
-            return kill::run(a, cli);
-        }
-        Command::Trace(a) => {
-            if crate::watch_interval(&cli.output).is_some() {
-                anyhow::bail!(
-                    "trace samples on its own clock (--interval, --duration): --watch and --count do not apply to it"
-                );
-            }
-            return trace::run(a, cli);
-        }
-    };
-    match crate::watch_interval(&cli.output) {
+}
+
+/// Runs a view once, or under `--watch`/`--count` again and again. The view writes on `out`
+/// and its warnings on `err`, and announces its waits (`crate::output::announce_wait`) only when
+/// told to: not on the watch screen, whose title says it already. `what` names the view in an
+/// error about writing it.
+fn watched(
+    watch: &crate::cli::WatchArgs,
+    json: bool,
+    what: &str,
+    mut view: impl FnMut(&mut dyn Write, &mut dyn Write, Waits) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    match watch.interval() {
         Some(interval) => crate::watch::run(
             interval,
-            cli.output.count,
+            watch.count,
             crate::watch::Layout::Snapshots { json },
             &crate::watch::title(),
-            |f| view(&mut f.out, &mut f.err),
+            |f| view(&mut f.out, &mut f.err, Waits::Silent),
         ),
         None => {
             let stdout = io::stdout();
             let mut out = Noted::new(io::BufWriter::new(stdout.lock()));
-            let result = view(&mut out, &mut io::stderr().lock()).and_then(|code| {
-                out.flush()?;
-                Ok(code)
-            });
+            let result =
+                view(&mut out, &mut io::stderr().lock(), Waits::Announced).and_then(|code| {
+                    out.flush()?;
+                    Ok(code)
+                });
             match result {
                 Err(e) if out.failed => {
                     Err(e.context(format!("cannot write the {what} to standard output")))
@@ -217,53 +186,4 @@ impl<W: Write> Write for Noted<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush().inspect_err(|_| self.failed = true)
     }
-}
-
-/// The subcommand with the listing's filters and data sources given before it applied, so none
-/// is silently ignored: `diagnose`, `trace` and `events` take them as if given after the
-/// subcommand; `counters`, `ports` and `serve` take the zones (`-z`, `-Z`); `kill` wants its
-/// filters after it and says so itself. Anything else given before a subcommand is an error
-/// that names the flag.
-fn with_flags_before(cmd: &Command, cli: &Cli) -> anyhow::Result<Command> {
-    let mut cmd = cmd.clone();
-    let (name, takes_filters, takes_sources) = match &mut cmd {
-        Command::Diagnose(a) => {
-            a.filters = a.filters.merged(&cli.filters)?;
-            a.source = a.source.merged(&cli.source)?;
-            ("diagnose", true, true)
-        }
-        Command::Trace(a) => {
-            a.filters = a.filters.merged(&cli.filters)?;
-            a.source = a.source.merged(&cli.source)?;
-            ("trace", true, true)
-        }
-        Command::Events(a) => {
-            a.filters = a.filters.merged(&cli.filters)?;
-            ("events", true, false)
-        }
-        Command::Kill(_) => return Ok(cmd),
-        Command::Counters(_) => ("counters", false, false),
-        Command::Ports(_) => ("ports", false, false),
-        Command::Serve(_) => ("serve", false, false),
-        Command::Drops(_) => ("drops", false, false),
-    };
-    let zones_only = matches!(name, "counters" | "ports" | "serve");
-    let mut ignored: Vec<&str> = Vec::new();
-    if !takes_filters {
-        ignored.extend(
-            cli.filters
-                .given()
-                .into_iter()
-                .filter(|f| !(zones_only && matches!(*f, "-z" | "-Z"))),
-        );
-    }
-    if !takes_sources {
-        ignored.extend(cli.source.given());
-    }
-    if let Some(flag) = ignored.first() {
-        anyhow::bail!(
-            "{flag} given before '{name}' does not apply to it (see 'sockstat {name} --help')"
-        );
-    }
-    Ok(cmd)
 }

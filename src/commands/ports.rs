@@ -9,40 +9,30 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use sockstat::ports::{self, PortsReport};
-use sockstat::query::parse_prefix;
-use sockstat::{render, PortSet, Proto, Query, Sampler};
+use sockstat::{render, Proto, Query, Sampler};
 
-use crate::cli::{Cli, ColorWhen, ZoneArgs};
-use crate::output::{options, write_warnings};
+use crate::cli::{ColorWhen, EndpointArgs, FamilyArgs, Narrow, WatchArgs, ZoneArgs};
+use crate::output::{announce_wait, options, write_warnings, Waits};
 
 /// Flags of `sockstat ports`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Examples:\n  sockstat ports                   ephemeral ports in use, by destination\n  \
-                  sockstat ports --interval 5      also the rate of new TIME-WAIT entries and the \
-                  PAWS counters\n  sockstat ports -p 5432 --json    one service's clients and \
-                  servers, as JSON\n\nExit status: 0 (also when warnings are found), 2 bad usage."
-)]
+#[command(after_help = concat!("\
+The filters select the connections reported: a client's by its destination, a server's by its
+listening port (-p 5432, or --sport 5432 for the servers and --dport 5432 for the clients).
+
+Examples:
+  sockstat ports                   ephemeral ports in use, by destination
+  sockstat ports --interval 5      also the rate of new TIME-WAIT entries and the PAWS counters
+  sockstat ports -p 5432 --json    one service's clients and servers, as JSON
+
+", crate::cli::exit_statuses!()))]
 pub struct PortsArgs {
-    /// Only IPv4 sockets.
-    #[arg(short = '4', help_heading = "Filters")]
-    pub inet: bool,
-    /// Only IPv6 sockets.
-    #[arg(short = '6', help_heading = "Filters")]
-    pub inet6: bool,
-    /// Hide connections whose local or remote address is loopback (127/8, ::1).
-    #[arg(short = 'L', help_heading = "Filters")]
-    pub no_loopback: bool,
-    /// Only connections whose local or remote port is in PORTS (e.g. 5432,8000-8100): a
-    /// destination port for clients, a listening port for servers.
-    #[arg(short = 'p', value_name = "PORTS", value_parser = PortSet::parse, help_heading = "Filters")]
-    pub ports: Option<PortSet>,
-    /// Only connections whose local address is ADDR or in ADDR/LEN.
-    #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
-    pub src: Option<ipnet::IpNet>,
-    /// Only connections whose remote address is ADDR or in ADDR/LEN.
-    #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
-    pub dst: Option<ipnet::IpNet>,
+    /// Families.
+    #[command(flatten)]
+    pub families: FamilyArgs,
+    /// Ends.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
     /// Sample twice, SECONDS apart: adds the rate of new TIME-WAIT entries per destination and
     /// the counter deltas (TW, TWRecycled, TCPTimeWaitOverflow, PAWSEstab, PAWSTimewait,
     /// TCPACKSkippedTimeWait); and, with CAP_BPF and CAP_PERFMON (or root), the processes that
@@ -70,6 +60,9 @@ pub struct PortsArgs {
     /// Zones.
     #[command(flatten)]
     pub zones: ZoneArgs,
+    /// Watch mode.
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// Read sysctls and counters from this directory instead of /proc (testing).
     #[arg(long, value_name = "DIR", hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -78,12 +71,8 @@ pub struct PortsArgs {
 impl PortsArgs {
     /// The query that gathers: every TCP socket of the chosen families, listeners included (the
     /// server view needs them), no owner scan (TIME-WAIT entries have no owner).
-    fn gather_query(&self) -> Query {
-        let mut q = Query::new();
-        if self.inet || self.inet6 {
-            q.families.inet = self.inet;
-            q.families.inet6 = self.inet6;
-        }
+    fn gather_query(&self) -> anyhow::Result<Query> {
+        let mut q = crate::cli::query(&[&self.families, &self.zones])?;
         q.families.unix = false;
         q.protos = Some(vec![Proto::Tcp]);
         q.owners = false;
@@ -91,17 +80,14 @@ impl PortsArgs {
         if let Some(root) = &self.proc_root {
             q.proc_root = root.clone();
         }
-        q
+        Ok(q)
     }
 
     /// The query that selects what is reported.
-    fn filter_query(&self) -> Query {
-        let mut q = self.gather_query();
-        q.no_loopback = self.no_loopback;
-        q.ports = self.ports.clone();
-        q.src = self.src;
-        q.dst = self.dst;
-        q
+    fn filter_query(&self) -> anyhow::Result<Query> {
+        let mut q = self.gather_query()?;
+        self.endpoints.narrow(&mut q)?;
+        Ok(q)
     }
 }
 
@@ -110,16 +96,15 @@ impl PortsArgs {
 /// Writes the report on `out` and its warnings on `err`.
 pub fn run(
     args: &PortsArgs,
-    cli: &Cli,
     mut out: &mut dyn Write,
     err: &mut dyn Write,
+    waits: Waits,
 ) -> anyhow::Result<ExitCode> {
-    let json = args.json || cli.output.json;
+    let json = args.json;
     let opts = options(args.quiet, args.verbose, args.color);
-    let zones = args.zones.or_global(cli);
-    let mut gather = args.gather_query();
-    gather.zones = zones.select();
-    let filter = args.filter_query();
+    let zones = &args.zones;
+    let gather = args.gather_query()?;
+    let filter = args.filter_query()?;
     let sampler = Sampler::new(&gather)
         .sysctls(true)
         .counters(args.interval.is_some());
@@ -132,6 +117,11 @@ pub fn run(
     let (first, last) = match args.interval {
         None => (None, sampler.sample()?),
         Some(s) => {
+            announce_wait(
+                waits,
+                &format!("sampling the TCP sockets twice, {s} s apart"),
+                "Ctrl-C cancels",
+            );
             let a = sampler.sample()?;
             let until = a.taken + Duration::from_secs_f64(s);
             let clock = sockstat::events::Clock::now();

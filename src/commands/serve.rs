@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use sockstat::events::drops::DropCounter;
 use sockstat::events::metrics::EventMetrics;
-use sockstat::events::{ConnEvent, Tracer};
+use sockstat::events::{ConnEvent, Tracer, Unavailable};
 use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::{
@@ -33,8 +33,7 @@ use sockstat::{
     Sampler, State, Zone, ZoneKind, ZoneSample, ZoneSelect,
 };
 
-use crate::cli::Cli;
-use crate::http::{Method, Request, Response, Server};
+use crate::http::{BindError, Method, Request, Response, Server};
 use crate::privileges;
 use rustix::thread::CapabilitySet;
 
@@ -60,7 +59,7 @@ fn parse_budget(s: &str) -> Result<Duration, String> {
 
 /// Flags of `sockstat serve`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 Metrics (doc/serve.md): sockstat_sockets, sockstat_listen_queue, sockstat_listen_backlog,
 sockstat_ephemeral_ports_used, sockstat_ephemeral_ports_usage_ratio,
 sockstat_ephemeral_ports_usable, sockstat_ephemeral_destinations, sockstat_findings,
@@ -94,8 +93,10 @@ Examples:
   sockstat serve --events                    also connect latency, accept wait and drops (root)
   sockstat serve --web.config.file /etc/sockstat/web.yml   TLS and passwords (doc/serve.md)
 
-Exit status: runs until stopped; 2 when it cannot listen, the web configuration file is bad,
-or the flags are wrong.")]
+It runs until stopped (SIGTERM or Ctrl-C: status 0). Status 2: a bad flag or web configuration
+file; 3: --events without CAP_BPF and CAP_PERFMON, or a port below 1024 without
+CAP_NET_BIND_SERVICE; 4: it cannot listen (the port is in use).
+", crate::cli::exit_statuses!()))]
 pub struct ServeArgs {
     /// Address and port to serve /metrics on. Loopback by default: the metrics name processes,
     /// addresses and ports.
@@ -439,14 +440,8 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State0> {
 }
 
 /// Runs `sockstat serve` until the process is stopped.
-pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
-    if let Some(z) = &cli.filters.zones.zone {
-        anyhow::bail!(
-            "serve reads the namespace it runs in, or every zone with -Z: -z {z} does not apply \
-             (select zones in Prometheus by the zone label)"
-        );
-    }
-    let all_zones = a.all_zones || cli.filters.zones.all_zones;
+pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let all_zones = a.all_zones;
     let proc_root = a
         .proc_root
         .clone()
@@ -455,12 +450,14 @@ pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
     // to do so are still there; reading them afterwards needs none), so that everything after
     // the "serving" line is counted.
     let events = if a.events {
-        Some(start_events().map_err(|e| anyhow::anyhow!("--events: {e}"))?)
+        Some(start_events().map_err(|u| crate::explained(format!("--events: {u}"), u))?)
     } else {
         None
     };
-    let server = Server::bind(a.listen, a.web_config_file.as_deref())
-        .map_err(|e| anyhow::anyhow!("{}", e))?;
+    let server = Server::bind(a.listen, a.web_config_file.as_deref()).map_err(|e| match e {
+        BindError::WebConfig(why) => crate::usage(why),
+        listen => anyhow::Error::new(listen),
+    })?;
     let bound = server.local_addr().unwrap_or(a.listen);
     eprintln!(
         "sockstat: serving metrics on {}://{bound}/metrics",
@@ -589,12 +586,12 @@ pub fn run(a: &ServeArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Loads the connection-event and drop programs; the error names what is missing.
-fn start_events() -> Result<(Tracer, DropCounter), String> {
-    let tracer = Tracer::start(false, sockstat::events::RING_BYTES).map_err(|u| u.message)?;
+fn start_events() -> Result<(Tracer, DropCounter), Unavailable> {
+    let tracer = Tracer::start(false, sockstat::events::RING_BYTES)?;
     if let Some(why) = &tracer.accept_unavailable {
         eprintln!("sockstat: warning: accept() is not traced ({why}): no accept-wait histograms");
     }
-    let drops = DropCounter::start().map_err(|u| u.message)?;
+    let drops = DropCounter::start()?;
     Ok((tracer, drops))
 }
 

@@ -12,7 +12,8 @@ use anyhow::Context as _;
 use sockstat::trace::{Point, Trace};
 use sockstat::{Proto, Snapshot, Socket};
 
-use crate::cli::{Cli, FilterArgs, SourceArgs};
+use crate::cli::{SourceArgs, TcpFilters};
+use crate::output::Waits;
 
 /// Parses the sampling interval: seconds, from 1 ms to 60 s.
 fn sample_interval(s: &str) -> Result<f64, String> {
@@ -26,10 +27,10 @@ fn sample_interval(s: &str) -> Result<f64, String> {
 
 /// Flags of `sockstat trace`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 The filters must select exactly one TCP connection (not a listener). Both ends of a loopback
-connection match its port: pick one with --id (sockstat -i shows it) or --cookie. If none
-matches yet, trace waits for one until --duration ends.
+connection match its port: pick one with --sport or --dport, --id (sockstat -i shows it) or
+--cookie. If none matches yet, trace waits for one until --duration ends.
 
 The picture: bytes acknowledged over time on top; below, the congestion window, the peer's
 window, the bytes in flight, the send buffer and the memory queued against it. A send-buffer
@@ -38,16 +39,18 @@ both windows; a zero-window stall is the peer window on the floor while the acke
 flat.
 
 Examples:
-  sockstat trace -p 5001 --dst 198.51.100.7 -o transfer.svg
-  sockstat trace --pid 4121 -c --duration 30 --interval 0.01 -o slow.svg
-  sockstat trace -p 8080 --id 51231 -o loopback.svg
-  sockstat trace -p 443 --src 192.0.2.10 --json | jq -c '{t_s, in_flight_bytes}'
+  sockstat trace --dport 5001 --dst 198.51.100.7 -o transfer.svg
+  sockstat trace --pid 4121 --duration 30 --interval 0.01 -o slow.svg
+  sockstat trace --sport 8080 --id 51231 -o loopback.svg
+  sockstat trace --sport 443 --src 192.0.2.10 --json | jq -c '{t_s, in_flight_bytes}'
 
-Exit status: 0 traced, 2 bad usage, no single connection matched, or an error.")]
+Several connections matching is bad usage (status 2: narrow the filters); none matching within
+--duration ends the work with status 4.
+", crate::cli::exit_statuses!()))]
 pub struct TraceArgs {
     /// Filters.
     #[command(flatten)]
-    pub filters: FilterArgs,
+    pub filters: TcpFilters,
     /// Data sources.
     #[command(flatten)]
     pub source: SourceArgs,
@@ -97,21 +100,23 @@ fn describe(snap: &Snapshot, s: &Socket) -> String {
 }
 
 /// Runs `sockstat trace`.
-pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
-    let json = a.json || cli.output.json;
+pub fn run(a: &TraceArgs) -> anyhow::Result<ExitCode> {
+    let json = a.json;
     if a.output.is_none() && !json {
-        anyhow::bail!("trace needs -o FILE.svg for the picture, or --json for the samples");
+        return Err(crate::usage(
+            "trace needs -o FILE.svg for the picture, or --json for the samples",
+        ));
     }
     if let Some(p) = &a.output {
         let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !ext.eq_ignore_ascii_case("svg") {
-            anyhow::bail!(
+            return Err(crate::usage(format!(
                 "cannot write '{}': trace draws SVG; name the file .svg (rsvg-convert or a browser turns it into PNG)",
                 sockstat::render::sanitize::for_terminal(p.as_os_str().as_encoded_bytes())
-            );
+            )));
         }
     }
-    let mut q = crate::build_query(&a.filters, &a.source, a.source.no_owners)?;
+    let mut q = crate::cli::query(&[&a.filters, &a.source])?;
     q.narrow_to_tcp_internals()?;
     // Owners are read once, to name the connection; the samples need only the dump (unless an
     // owner filter must be applied every time).
@@ -145,9 +150,13 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                 match found.len() {
                     0 => {
                         if !waited {
-                            eprintln!(
-                                "sockstat: no TCP connection matches the filters yet; waiting up to {} s",
-                                a.duration
+                            crate::output::announce_wait(
+                                Waits::Announced,
+                                &format!(
+                                    "no TCP connection matches the filters yet; waiting up to {} s for one",
+                                    a.duration
+                                ),
+                                "Ctrl-C stops",
                             );
                             waited = true;
                         }
@@ -157,6 +166,14 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                         start = Instant::now();
                         deadline = start + Duration::from_secs_f64(a.duration);
                         title = describe(&snap, s);
+                        crate::output::announce_wait(
+                            Waits::Announced,
+                            &format!(
+                                "tracing {title} for up to {} s, or until it closes",
+                                a.duration
+                            ),
+                            "Ctrl-C stops and keeps what was sampled",
+                        );
                         let mut t = Trace::new(s);
                         if let Some(p) = Point::of(s, 0.0) {
                             emit(&mut out, json, &p)?;
@@ -167,11 +184,11 @@ pub fn run(a: &TraceArgs, cli: &Cli) -> anyhow::Result<ExitCode> {
                     n => {
                         let shown: Vec<String> =
                             found.iter().take(3).map(|s| describe(&snap, s)).collect();
-                        anyhow::bail!(
-                            "{n} TCP connections match ({}{}): narrow the filters to one with --id, --cookie, --pid, --src, --dst or -p",
+                        return Err(crate::usage(format!(
+                            "{n} TCP connections match ({}{}): narrow the filters to one with --id, --cookie, --pid, --sport, --dport, --src or --dst",
                             shown.join("; "),
                             if n > 3 { "; ..." } else { "" }
-                        );
+                        )));
                     }
                 }
             }

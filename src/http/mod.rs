@@ -292,6 +292,41 @@ fn start_reader(mut loaded: Loaded) -> io::Result<mpsc::Sender<Ask>> {
     Ok(tx)
 }
 
+/// Why [`Server::bind`] failed, naming the file or the address (and, as its source, the
+/// system's error).
+#[derive(Debug)]
+pub enum BindError {
+    /// The web configuration file (or a file it names) is unreadable or wrong.
+    WebConfig(String),
+    /// The address cannot be listened on (in use, not local, or a port below 1024 without
+    /// CAP_NET_BIND_SERVICE): the system's error is the source.
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindError::WebConfig(why) => f.write_str(why),
+            // The source follows, as the error's cause.
+            BindError::Listen { addr, .. } => write!(f, "cannot listen on {addr}"),
+        }
+    }
+}
+
+impl std::error::Error for BindError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BindError::WebConfig(_) => None,
+            BindError::Listen { source, .. } => Some(source),
+        }
+    }
+}
+
 /// A bound listener and its configuration, not yet serving.
 pub struct Server {
     listener: TcpListener,
@@ -303,12 +338,15 @@ impl Server {
     /// Checks `web_config` (when given) and binds `addr`. The error is one line naming the
     /// address or the file. The file, and those it names, are read with the caller's
     /// credentials when sockstat has more privilege than its caller.
-    pub fn bind(addr: SocketAddr, web_config: Option<&Path>) -> Result<Server, String> {
+    pub fn bind(addr: SocketAddr, web_config: Option<&Path>) -> Result<Server, BindError> {
         let (web, notes) = match web_config {
             None => (None, Vec::new()),
             Some(path) => {
                 let c = sockstat::privilege::as_caller(|| webconfig::load(path))
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))??;
+                    .map_err(|e| {
+                        BindError::WebConfig(format!("cannot read {}: {e}", path.display()))
+                    })?
+                    .map_err(BindError::WebConfig)?;
                 let notes = c.notes.clone();
                 let files = c.files.clone();
                 let web = Web {
@@ -328,13 +366,15 @@ impl Server {
             }
         };
         let listener =
-            TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            TcpListener::bind(addr).map_err(|source| BindError::Listen { addr, source })?;
         // The standard library listens with a backlog of 128: a burst of connections from one
         // client (hundreds reconnecting at once) would fill it, and the kernel then drops every
         // SYN, Prometheus's too, which waits a second to retry. The kernel caps this at
         // net.core.somaxconn (4096 by default).
-        rustix::net::listen(&listener, LISTEN_BACKLOG)
-            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        rustix::net::listen(&listener, LISTEN_BACKLOG).map_err(|e| BindError::Listen {
+            addr,
+            source: e.into(),
+        })?;
         Ok(Server {
             listener,
             web,

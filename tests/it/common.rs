@@ -714,12 +714,11 @@ impl Drop for Netns {
 // ---------------------------------------------------------------------------------------------
 // Terminals
 
-/// Runs a command with its stdout on a pseudo-terminal; returns what it wrote there and its
-/// exit status.
-pub fn run_on_pty(cmd: Cmd) -> (Option<i32>, Vec<u8>) {
+/// A pseudo-terminal: (master, slave).
+fn open_pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::{FromRawFd, OwnedFd};
     // SAFETY: plain libc pty calls; every fd is checked and owned right away.
-    let (master, slave) = unsafe {
+    unsafe {
         let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
         assert!(m >= 0, "posix_openpt");
         let master = OwnedFd::from_raw_fd(m);
@@ -733,13 +732,11 @@ pub fn run_on_pty(cmd: Cmd) -> (Option<i32>, Vec<u8>) {
         );
         assert!(s >= 0, "open pty slave");
         (master, OwnedFd::from_raw_fd(s))
-    };
-    let mut c = cmd.command();
-    c.stdin(Stdio::null())
-        .stdout(Stdio::from(slave))
-        .stderr(Stdio::null());
-    let mut child = c.spawn().expect("spawn on pty");
-    drop(c); // closes our copy of the slave
+    }
+}
+
+/// Everything written on the terminal of `master` until every writer closed it.
+fn read_pty(master: std::os::fd::OwnedFd) -> Vec<u8> {
     let mut f = std::fs::File::from(master);
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -750,8 +747,49 @@ pub fn run_on_pty(cmd: Cmd) -> (Option<i32>, Vec<u8>) {
             Err(_) => break, // EIO once the slave side is closed
         }
     }
+    buf
+}
+
+/// Runs a command with its stdout on a pseudo-terminal; returns what it wrote there and its
+/// exit status.
+pub fn run_on_pty(cmd: Cmd) -> (Option<i32>, Vec<u8>) {
+    let (master, slave) = open_pty();
+    let mut c = cmd.command();
+    c.stdin(Stdio::null())
+        .stdout(Stdio::from(slave))
+        .stderr(Stdio::null());
+    let mut child = c.spawn().expect("spawn on pty");
+    drop(c); // closes our copy of the slave
+    let buf = read_pty(master);
     let status = child.wait().expect("wait");
     (status.code(), buf)
+}
+
+/// Runs a command with its standard error on a pseudo-terminal (as in an interactive shell)
+/// and its standard output piped (as in `sockstat ... > file`); returns its exit status, its
+/// standard output and what it wrote on the terminal.
+pub fn run_with_stderr_on_pty(cmd: Cmd) -> (Option<i32>, String, String) {
+    let (master, slave) = open_pty();
+    let mut c = cmd.command();
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave));
+    let mut child = c.spawn().expect("spawn with stderr on a pty");
+    drop(c); // closes our copy of the slave
+    let mut stdout = child.stdout.take().expect("stdout");
+    let out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stdout.read_to_end(&mut s);
+        s
+    });
+    let tty = read_pty(master);
+    let status = child.wait().expect("wait");
+    let out = out.join().expect("stdout reader");
+    (
+        status.code(),
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&tty).into_owned(),
+    )
 }
 
 /// This process's effective uid and user name.

@@ -265,10 +265,10 @@ fn counters_bad_input_exits_2_with_one_line() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // A missing /proc/net/snmp stops the work: exit 2, one line naming the file.
+    // A missing /proc/net/snmp stops the work: exit 4, one line naming the file.
     let empty = tempfile::tempdir().unwrap();
     let out = counters_at(empty.path(), &[]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("net/snmp"));
 }
 

@@ -36,10 +36,12 @@ fn bad_bandwidth_is_one_line_and_status_2() {
 fn bad_interval_and_protocol_are_status_2() {
     let out = run(&["diagnose", "--interval", "0"]);
     assert_eq!(out.status.code(), Some(2));
+    // diagnose looks at TCP alone: it takes no -P (nor -u), and says so.
     let out = run(&["diagnose", "-P", "udp", "--interval", "0.1"]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8(out.stderr).unwrap();
-    assert!(e.contains("TCP connections only"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("-P does not apply to 'diagnose'"), "{e}");
 }
 
 #[test]
@@ -57,11 +59,12 @@ fn help_lists_the_rules() {
     }
 }
 
-/// The listing's filters given before `diagnose` select what it examines, as they do after it
-/// (they were silently ignored); given on both sides, and before a subcommand that takes none,
-/// they are an error that names the flag.
+/// Options given before `diagnose` are diagnose's, as if given after it: the filters select
+/// what it examines (they were once silently ignored), `--json` gives JSON (it was ignored), one
+/// given on both sides is given twice (the last wins, as after it), and an option diagnose does
+/// not take is refused with its name, wherever it is given.
 #[test]
-fn filters_before_the_subcommand_apply_or_are_refused() {
+fn options_before_the_subcommand_are_the_subcommands() {
     use std::net::{TcpListener, TcpStream};
     let l1 = TcpListener::bind("127.0.0.1:0").unwrap();
     let l2 = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -79,22 +82,33 @@ fn filters_before_the_subcommand_apply_or_are_refused() {
         parse(&out)["connections"].as_u64().unwrap()
     };
     let both = format!("{p1},{p2}");
-    let before = connections(&["-p", &p1, "diagnose", "--json", "--interval", "0.1"]);
+    let before = connections(&["-p", &p1, "--json", "diagnose", "--interval", "0.1"]);
     let after = connections(&["diagnose", "-p", &p1, "--json", "--interval", "0.1"]);
+    let all_before = connections(&["--interval", "0.1", "-p", &p1, "--json", "diagnose"]);
     let two = connections(&["diagnose", "-p", &both, "--json", "--interval", "0.1"]);
+    let twice = connections(&[
+        "-p",
+        &p2,
+        "diagnose",
+        "-p",
+        &p1,
+        "--json",
+        "--interval",
+        "0.1",
+    ]);
     assert!(before >= 2, "{before}");
     assert_eq!(before, after);
+    assert_eq!(all_before, after);
+    assert_eq!(twice, after, "the last -p wins, as 'diagnose -p A -p B'");
     assert_eq!(two, 2 * after, "{two} {after}");
 
     for (args, flag) in [
-        (
-            vec!["-p", p1.as_str(), "diagnose", "-p", p2.as_str()],
-            "-p given both",
-        ),
-        (vec!["-p", p1.as_str(), "ports"], "-p given before 'ports'"),
+        (vec!["-T", "diagnose"], "-T does not apply to 'diagnose'"),
+        (vec!["diagnose", "-T"], "-T does not apply to 'diagnose'"),
+        (vec!["-u", "ports"], "-u does not apply to 'ports'"),
         (
             vec!["--no-owners", "counters"],
-            "--no-owners given before 'counters'",
+            "--no-owners does not apply to 'counters'",
         ),
     ] {
         let out = run(&args);

@@ -696,7 +696,8 @@ fn a_full_ring_is_reported_as_lost() {
     assert!(handed + lost >= 1600, "{handed} + {lost}");
 }
 
-/// Without the privileges, one line says what is missing and what still works; status 2.
+/// Without the privileges, one line says what is missing and what still works; status 3
+/// (missing privileges or kernel support).
 #[test]
 fn unprivileged_says_what_is_missing() {
     // A copy uid 65534 can reach and execute.
@@ -721,7 +722,7 @@ fn unprivileged_says_what_is_missing() {
         eprintln!("SKIPPED: unprivileged_says_what_is_missing: setpriv failed: {stderr}");
         return;
     }
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
         out.stdout.is_empty(),
         "no stream that looks like a quiet host"

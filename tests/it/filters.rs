@@ -183,6 +183,114 @@ fn ports_lists_ranges_and_the_remote_side() {
     assert_eq!(listed_for(&h, &["-p", "0-65535", "-P", "udp"]), set(&[udp]));
 }
 
+/// `--sport` and `--dport` (issue 28): the local port alone and the remote port alone, where
+/// `-p` takes either end, so that a server's connections and a client's can be told apart.
+/// Each listing is compared with the sockets whose own ends, as the holder reports them, have
+/// the port on that side.
+#[test]
+fn sport_and_dport_select_one_end() {
+    let h = Holder::spawn(&[
+        "tcp4-pair",
+        "udp4:127.0.0.1:0",
+        "unix-pair",
+        "tcp6-listen:[::1]:0",
+        "tcp4-pair",
+    ]);
+    let pair = h.item(0);
+    let (l, c, srv) = (
+        pair.role("listener"),
+        pair.role("client"),
+        pair.role("server"),
+    );
+    let other = h.item(4);
+    let inet = [
+        l,
+        c,
+        srv,
+        h.item(1).sock(),
+        h.item(3).sock(),
+        other.role("listener"),
+        other.role("client"),
+        other.role("server"),
+    ];
+    let local = |p: u16| -> BTreeSet<u64> {
+        inet.iter()
+            .filter(|s| s.port() == p)
+            .map(|s| s.inode())
+            .collect()
+    };
+    let remote = |p: u16| -> BTreeSet<u64> {
+        inet.iter()
+            .filter(|s| s.peer.as_ref().is_some_and(|a| a.port() == p))
+            .map(|s| s.inode())
+            .collect()
+    };
+    for s in &inet {
+        let p = s.port();
+        assert_eq!(
+            listed_for(&h, &["--sport", &p.to_string()]),
+            local(p),
+            "--sport {p}"
+        );
+        assert_eq!(
+            listed_for(&h, &["--dport", &p.to_string()]),
+            remote(p),
+            "--dport {p}"
+        );
+    }
+    // The server's port: the listener and the accepted end locally, the client remotely; -p
+    // takes all three.
+    let (lp, cp) = (l.port().to_string(), c.port().to_string());
+    assert_eq!(listed_for(&h, &["--sport", &lp]), set(&[l, srv]));
+    assert_eq!(listed_for(&h, &["--dport", &lp]), set(&[c]));
+    assert_eq!(listed_for(&h, &["-p", &lp]), set(&[l, c, srv]));
+    // Both ends named: one socket of the connection.
+    assert_eq!(listed_for(&h, &["--sport", &cp, "--dport", &lp]), set(&[c]));
+    assert_eq!(
+        listed_for(&h, &["--sport", &lp, "--dport", &cp]),
+        set(&[srv])
+    );
+    assert_eq!(
+        listed_for(&h, &["--sport", &lp, "--dport", &lp]),
+        BTreeSet::new()
+    );
+    // Lists and ranges, with -p, and never a unix socket.
+    let (lo, hi) = (
+        l.port().min(other.role("listener").port()),
+        l.port().max(other.role("listener").port()),
+    );
+    let range = format!("{lo}-{hi}");
+    let want: BTreeSet<u64> = inet
+        .iter()
+        .filter(|s| {
+            s.peer
+                .as_ref()
+                .is_some_and(|a| (lo..=hi).contains(&a.port()))
+        })
+        .map(|s| s.inode())
+        .collect();
+    assert_eq!(listed_for(&h, &["--dport", &range]), want);
+    let list = format!("{lp},{}", other.role("listener").port());
+    assert_eq!(
+        listed_for(&h, &["--sport", &list, "-c"]),
+        set(&[srv, other.role("server")])
+    );
+    assert_eq!(
+        listed_for(&h, &["--sport", &lp, "-p", &cp]),
+        set(&[srv]),
+        "-p ANDs with --sport"
+    );
+    assert_eq!(
+        listed_for(&h, &["--sport", "0-65535", "-u"]),
+        BTreeSet::new()
+    );
+    assert_eq!(listed_for(&h, &["--dport", "0-65535"]), {
+        let mut connected = set(&[c, srv]);
+        connected.extend(set(&[other.role("client"), other.role("server")]));
+        connected
+    });
+}
+
 #[test]
 fn addresses_and_prefixes_on_loopback() {
     let h = Holder::spawn(&[

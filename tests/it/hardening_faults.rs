@@ -429,9 +429,10 @@ fn onto_full_disk<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String
     )
 }
 
-/// A full disk: one clear line, status 2, whatever the output format.
+/// A full disk: one clear line, status 4 (an I/O failure that stopped the work), whatever the
+/// output format.
 #[test]
-fn full_disk_is_one_line_and_status_2() {
+fn full_disk_is_one_line_and_status_4() {
     let c = Case::new();
     let (msgs, done) = tcp4();
     write_recording(&c.nl("tcp4.nl"), &[[msgs.concat(), done].concat()]);
@@ -439,7 +440,7 @@ fn full_disk_is_one_line_and_status_2() {
         let mut args = c.args(TCP4);
         args.extend(fmt.iter().map(|s| s.to_string()));
         let (code, err) = onto_full_disk(&args);
-        assert_eq!(code, Some(2), "{fmt:?}: {err}");
+        assert_eq!(code, Some(4), "{fmt:?}: {err}");
         let lines: Vec<_> = err.lines().collect();
         assert_eq!(lines.len(), 1, "{fmt:?}: {err}");
         assert!(
@@ -451,7 +452,7 @@ fn full_disk_is_one_line_and_status_2() {
     }
     // The live path too (a large real listing).
     let (code, err) = onto_full_disk(&["-a"]);
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(4), "{err}");
     assert!(
         err.lines()
             .any(|l| l.starts_with("sockstat: cannot write") && l.contains("No space left")),
@@ -466,7 +467,7 @@ fn full_disk_is_one_line_and_status_2() {
     );
 }
 
-/// A full disk under every other view: one line naming what was being written, status 2.
+/// A full disk under every other view: one line naming what was being written, status 4.
 #[test]
 fn full_disk_names_the_view_it_was_writing() {
     use std::os::unix::io::AsRawFd;
@@ -509,7 +510,7 @@ fn full_disk_names_the_view_it_was_writing() {
     ];
     for (args, what) in cases {
         let (code, err) = onto_full_disk(args);
-        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(code, Some(4), "{args:?}: {err}");
         let errors: Vec<_> = err
             .lines()
             .filter(|l| !l.starts_with("sockstat: warning:"))

@@ -320,7 +320,8 @@ fn with_file_capabilities_no_input_reaches_a_root_only_file() {
             ],
             &[],
         );
-        assert_eq!(out.code, Some(2), "{out:#?}");
+        // Denied to the caller: status 3, missing privileges (the man page's EXIT STATUS).
+        assert_eq!(out.code, Some(3), "{out:#?}");
         assert!(
             out.stderr.contains("cannot write the picture") && out.stderr.contains("denied"),
             "{}",

@@ -471,7 +471,7 @@ fn a_scrape_over_budget_is_answered_from_the_last_collection_with_its_age() {
 }
 
 #[test]
-fn bad_budgets_and_addresses_are_usage_errors() {
+fn bad_budgets_and_addresses_are_usage_errors_and_a_taken_port_stops_it() {
     let out = sockstat(&["serve", "--scrape-budget", "0s"]).run();
     assert_eq!(out.code, Some(2));
     assert!(
@@ -481,11 +481,12 @@ fn bad_budgets_and_addresses_are_usage_errors() {
     );
     let out = sockstat(&["serve", "--listen", "localhost"]).run();
     assert_eq!(out.code, Some(2));
-    // A port already taken: one line naming it.
+    // A port already taken: not bad usage but an error that stops the work (4), one line
+    // naming it.
     let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
     let addr = taken.local_addr().unwrap().to_string();
     let out = sockstat(&["serve", "--listen", &addr]).run();
-    assert_eq!(out.code, Some(2), "{out:?}");
+    assert_eq!(out.code, Some(4), "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!("cannot listen on {addr}")),

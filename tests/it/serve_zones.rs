@@ -350,7 +350,7 @@ fn serve_refuses_one_zone_and_takes_every_zone_twice() {
     assert_eq!(out.code, Some(2), "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("-z global does not apply"),
+        out.stderr.contains("-z does not apply to 'serve'"),
         "{}",
         out.stderr
     );

@@ -190,7 +190,7 @@ fn the_unit_grants_exactly_what_the_exporter_keeps_and_is_hardened() {
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
         "ProtectHome=yes",
-        "RestartPreventExitStatus=2",
+        "RestartPreventExitStatus=2 3",
         // Bounds on what clients can make it use: 80 connection threads and a dozen of its own
         // (tests/it/serve_hostile.rs checks the exporter stays within TasksMax under attack).
         "TasksMax=128",

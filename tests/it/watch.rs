@@ -329,6 +329,7 @@ fn sigterm_ends_a_piped_watch_cleanly() {
 
 #[test]
 fn bad_watch_input_is_one_line_and_status_2() {
+    // Also where watching does not apply: the flag is named, with the subcommand.
     for (args, want) in [
         (
             &["--watch", "0"][..],
@@ -338,11 +339,15 @@ fn bad_watch_input_is_one_line_and_status_2() {
         (&["--events", "--summary"][..], "--summary"),
         (
             &["--events", "ports"][..],
-            "--events works with the listing, not with subcommands (try --watch)",
+            "--events does not apply to 'ports'",
         ),
         (
             &["serve", "--watch", "1"][..],
-            "serve runs until stopped: --watch and --count do not apply to it",
+            "--watch does not apply to 'serve'",
+        ),
+        (
+            &["--count", "2", "kill"][..],
+            "--count does not apply to 'kill'",
         ),
     ] {
         let out = sockstat(args).run().no_panic();

@@ -110,11 +110,14 @@ impl Attempt {
 }
 
 /// True when the filters name what to close: a port, an address, a process, a user, a
-/// command, a state, listeners (`-l`), a zone, or cookies. Family, protocol, `-c` and `-L`
-/// alone only say what kind of socket, and would close every connection of that kind: a kill
-/// with nothing more is refused.
+/// command, a state, listeners (`-l`), the connections to a listener, a zone, or cookies.
+/// Family, protocol, `-c` and `-L` alone only say what kind of socket, and would close every
+/// connection of that kind: a kill with nothing more is refused.
 pub fn is_narrowed(q: &Query, cookies: Option<&[u64]>) -> bool {
     q.ports.is_some()
+        || q.sport.is_some()
+        || q.dport.is_some()
+        || q.connected_to.is_some()
         || q.src.is_some()
         || q.dst.is_some()
         || q.pids.is_some()
@@ -382,20 +385,35 @@ pub fn all_closed(attempts: &[Attempt]) -> bool {
     attempts.iter().all(|a| a.outcome.is_closed())
 }
 
+/// True when the host refused the whole kill: nothing was killed, and every socket not closed
+/// was refused for want of CAP_NET_ADMIN or of kernel support (not-permitted, unsupported).
+/// The command then exits as for any missing privilege or kernel feature, not as for a kill
+/// that closed some sockets and failed on others.
+pub fn refused_by_host(attempts: &[Attempt]) -> bool {
+    let refused = |o: Outcome| matches!(o, Outcome::NotPermitted | Outcome::Unsupported);
+    attempts.iter().any(|a| refused(a.outcome))
+        && attempts
+            .iter()
+            .all(|a| a.outcome == Outcome::Gone || refused(a.outcome))
+}
+
 /// What a finding asks to close, for [`command_for`].
 #[derive(Debug, Clone, Copy)]
 pub enum Target<'a> {
     /// One connection, named by its cookie (a receiver that stopped reading for long).
     Connection(&'a Socket),
-    /// Every socket in `state` on a local address and port, optionally of one process
-    /// (CLOSE_WAIT piling up in a server).
+    /// Every socket in `state` on one port, optionally on a local address and of one process
+    /// (CLOSE_WAIT piling up in a server, or in a client's pool).
     StateOnPort {
         /// The state (CLOSE_WAIT, ...).
         state: State,
         /// The local address, when the finding is about one.
         local: Option<IpAddr>,
-        /// The local port.
+        /// The port: the local one (a server's connections accepted on it) when `server`, else
+        /// the remote one (a client's connections to it).
         port: u16,
+        /// Whether `port` is the local port.
+        server: bool,
         /// The process holding them, when known.
         pid: Option<u32>,
     },
@@ -437,15 +455,20 @@ pub fn command_for(target: &Target<'_>, zone: Option<&crate::zone::Zone>) -> Str
             None => {
                 // Without a cookie (a /proc listing), name it by both ends.
                 if let Endpoint::Inet { addr, port } = s.local {
-                    args.extend(["--src".into(), addr.to_string(), "-p".into()]);
-                    let mut ports = port.to_string();
-                    if let Some(Endpoint::Inet { addr: ra, port: rp }) = &s.remote {
-                        ports = format!("{ports},{rp}");
-                        args.push(ports);
-                        args.extend(["--dst".into(), ra.to_string()]);
-                    } else {
-                        args.push(ports);
-                    }
+                    args.extend([
+                        "--src".into(),
+                        addr.to_string(),
+                        "--sport".into(),
+                        port.to_string(),
+                    ]);
+                }
+                if let Some(Endpoint::Inet { addr, port }) = &s.remote {
+                    args.extend([
+                        "--dst".into(),
+                        addr.to_string(),
+                        "--dport".into(),
+                        port.to_string(),
+                    ]);
                 }
                 args.extend(["--state".into(), s.state.name().into_owned()]);
             }
@@ -454,13 +477,15 @@ pub fn command_for(target: &Target<'_>, zone: Option<&crate::zone::Zone>) -> Str
             state,
             local,
             port,
+            server,
             pid,
         } => {
             args.extend(["--state".into(), state.name().into_owned()]);
             if let Some(a) = local.filter(|a| !a.is_unspecified()) {
                 args.extend(["--src".into(), a.to_string()]);
             }
-            args.extend(["-p".into(), port.to_string()]);
+            let side = if *server { "--sport" } else { "--dport" };
+            args.extend([side.into(), port.to_string()]);
             if let Some(p) = pid {
                 args.extend(["--pid".into(), p.to_string()]);
             }
@@ -477,7 +502,7 @@ pub fn command_for(target: &Target<'_>, zone: Option<&crate::zone::Zone>) -> Str
             args.extend([
                 "--dst".into(),
                 remote.to_string(),
-                "-p".into(),
+                "--dport".into(),
                 remote_port.to_string(),
             ]);
         }
@@ -773,6 +798,15 @@ mod tests {
         assert_eq!(k.1.len(), 6, "one request per socket");
         assert!(!all_closed(&a));
         assert!(all_closed(&a[..3]));
+        // One killed: not the host refusing the kill, whatever else was refused.
+        assert!(!refused_by_host(&a));
+        // Nothing killed, the rest gone or refused for want of privilege or kernel support.
+        assert!(refused_by_host(&a[1..]));
+        assert!(refused_by_host(&a[4..]));
+        assert!(!refused_by_host(&a[1..4]), "all closed: nothing refused");
+        let mut failed = a[1..].to_vec();
+        failed[0].outcome = Outcome::Failed;
+        assert!(!refused_by_host(&failed), "a failure is no refusal");
         let t = tally(&a);
         assert_eq!(t[&Outcome::Gone], 3);
     }
@@ -793,7 +827,7 @@ mod tests {
         no_cookie.cookie = None;
         assert_eq!(
             command_for(&Target::Connection(&no_cookie), None),
-            "sockstat kill --src 192.0.2.1 -p 40000,5432 --dst 198.51.100.9 --state ESTABLISHED"
+            "sockstat kill --src 192.0.2.1 --sport 40000 --dst 198.51.100.9 --dport 5432 --state ESTABLISHED"
         );
         assert_eq!(
             command_for(
@@ -801,11 +835,25 @@ mod tests {
                     state: State::CloseWait,
                     local: Some("0.0.0.0".parse().unwrap()),
                     port: 8080,
+                    server: true,
                     pid: Some(812),
                 },
                 None
             ),
-            "sockstat kill --state CLOSE_WAIT -p 8080 --pid 812"
+            "sockstat kill --state CLOSE_WAIT --sport 8080 --pid 812"
+        );
+        assert_eq!(
+            command_for(
+                &Target::StateOnPort {
+                    state: State::CloseWait,
+                    local: None,
+                    port: 6379,
+                    server: false,
+                    pid: None,
+                },
+                None
+            ),
+            "sockstat kill --state CLOSE_WAIT --dport 6379"
         );
         let mut zone = crate::zone::Zone {
             name: "web 1".into(),
@@ -824,7 +872,7 @@ mod tests {
                 },
                 Some(&zone)
             ),
-            "sockstat kill --state TIME_WAIT --src 192.0.2.1 --dst 198.51.100.9 -p 443 -z 'web 1'"
+            "sockstat kill --state TIME_WAIT --src 192.0.2.1 --dst 198.51.100.9 --dport 443 -z 'web 1'"
         );
         zone.name = "it's\x1b[31m".into();
         assert!(command_for(&Target::Connection(&c), Some(&zone)).ends_with("-z 4026532000"));

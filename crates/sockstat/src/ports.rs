@@ -1012,7 +1012,7 @@ pub(crate) mod tests {
         assert!(
             r.findings[0].advice.as_ref().unwrap().ends_with(
                 "; to free the 8 ports held in TIME-WAIT now (Linux 6.0+): sockstat kill --state \
-                 TIME_WAIT --src 10.0.0.1 --dst 10.0.0.2 -p 80"
+                 TIME_WAIT --src 10.0.0.1 --dst 10.0.0.2 --dport 80"
             ),
             "{:?}",
             r.findings
@@ -1042,7 +1042,7 @@ pub(crate) mod tests {
         assert_eq!(r.findings[0].code, "ephemeral-ports-critical");
         assert!(
             r.findings[0].advice.as_ref().unwrap().ends_with(
-                "sockstat kill --state TIME_WAIT --src 10.0.0.1 --dst 10.0.0.2 -p 80 -z web-1"
+                "sockstat kill --state TIME_WAIT --src 10.0.0.1 --dst 10.0.0.2 --dport 80 -z web-1"
             ),
             "{:?}",
             r.findings

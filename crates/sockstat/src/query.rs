@@ -320,6 +320,10 @@ pub struct Query {
     pub no_loopback: bool,
     /// Local or remote port in this set (`-p`); selects inet sockets only.
     pub ports: Option<PortSet>,
+    /// Local port in this set (`--sport`); selects inet sockets only.
+    pub sport: Option<PortSet>,
+    /// Remote port in this set (`--dport`); selects inet sockets only.
+    pub dport: Option<PortSet>,
     /// Local address in this prefix (`--src`).
     pub src: Option<IpNet>,
     /// Remote address in this prefix (`--dst`).
@@ -461,6 +465,8 @@ impl Default for Query {
             listening: false,
             no_loopback: false,
             ports: None,
+            sport: None,
+            dport: None,
             src: None,
             dst: None,
             states: None,
@@ -532,6 +538,8 @@ impl Query {
     /// `--connected-to` without a unix name).
     pub fn inet_only(&self) -> bool {
         self.ports.is_some()
+            || self.sport.is_some()
+            || self.dport.is_some()
             || self.src.is_some()
             || self.dst.is_some()
             || self
@@ -642,18 +650,25 @@ impl Query {
                 return false;
             }
         }
+        // A raw socket's "port" is its IP protocol, a ping socket's its ICMP identifier.
+        let portless = matches!(s.proto, Proto::Raw | Proto::Icmp);
+        let lp = s.local.port().filter(|_| !portless);
+        let rp = s
+            .remote
+            .as_ref()
+            .and_then(Endpoint::port)
+            .filter(|_| !portless);
+        let within = |set: &Option<PortSet>, p: Option<u16>| {
+            set.as_ref()
+                .is_none_or(|set| p.is_some_and(|p| set.contains(p)))
+        };
         if let Some(ports) = &self.ports {
-            // A raw socket's "port" is its IP protocol, a ping socket's its ICMP identifier.
-            let portless = matches!(s.proto, Proto::Raw | Proto::Icmp);
-            let lp = s.local.port().filter(|_| !portless);
-            let rp = s
-                .remote
-                .as_ref()
-                .and_then(Endpoint::port)
-                .filter(|_| !portless);
             if !(lp.is_some_and(|p| ports.contains(p)) || rp.is_some_and(|p| ports.contains(p))) {
                 return false;
             }
+        }
+        if !within(&self.sport, lp) || !within(&self.dport, rp) {
+            return false;
         }
         if let Some(net) = &self.src {
             if !local_ip.is_some_and(|ip| prefix_contains(net, ip)) {

@@ -163,6 +163,7 @@ fn finding(
                 None
             },
             port,
+            server,
             pid,
         },
         input.after.zone.as_ref(),
@@ -240,8 +241,9 @@ mod tests {
             "{f:#?}"
         );
         assert!(
-            f[0].advice
-                .ends_with("sockstat kill --state CLOSE_WAIT --src 192.0.2.1 -p 8080 --pid 100"),
+            f[0].advice.ends_with(
+                "sockstat kill --state CLOSE_WAIT --src 192.0.2.1 --sport 8080 --pid 100"
+            ),
             "{}",
             f[0].advice
         );
@@ -265,7 +267,7 @@ mod tests {
         assert_eq!(f[0].evidence.get("side"), Some(&Value::from("client")));
         assert!(
             f[0].advice
-                .ends_with("sockstat kill --state CLOSE_WAIT -p 6379 --pid 100"),
+                .ends_with("sockstat kill --state CLOSE_WAIT --dport 6379 --pid 100"),
             "{}",
             f[0].advice
         );

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use rustc_hash::FxHashSet;
-use sockstat_wire::bytecode::{self, Cond, Expr};
+use sockstat_wire::bytecode::{self, Cond, Expr, Side};
 use sockstat_wire::inet_diag::{self, InetDiagReq};
 use sockstat_wire::{packet_diag, proc_net, unix_diag};
 
@@ -166,23 +166,35 @@ fn targets(q: &Query) -> Vec<Target> {
     out
 }
 
+/// Port in one of `ranges` on `side`, as every kernel's filter machine can test it: GE/LE
+/// (EQ needs 4.16).
+fn port_within(side: Side, ranges: &[(u16, u16)]) -> Expr {
+    let within = |lo: u16, hi: u16| match side {
+        Side::Src => [Cond::SrcPortGe(lo), Cond::SrcPortLe(hi)],
+        Side::Dst => [Cond::DstPortGe(lo), Cond::DstPortLe(hi)],
+    };
+    Expr::Or(
+        ranges
+            .iter()
+            .map(|&(lo, hi)| Expr::And(within(lo, hi).map(Expr::Cond).to_vec()))
+            .collect(),
+    )
+}
+
 /// The kernel filter program for the query's ports and prefixes, if any.
 fn filter_program(q: &Query) -> Option<Vec<u8>> {
     let mut all = Vec::new();
     if let Some(ports) = &q.ports {
-        let mut any = Vec::new();
-        for &(lo, hi) in ports.ranges() {
-            // GE/LE work on every kernel (EQ needs 4.16).
-            any.push(Expr::And(vec![
-                Expr::Cond(Cond::SrcPortGe(lo)),
-                Expr::Cond(Cond::SrcPortLe(hi)),
-            ]));
-            any.push(Expr::And(vec![
-                Expr::Cond(Cond::DstPortGe(lo)),
-                Expr::Cond(Cond::DstPortLe(hi)),
-            ]));
-        }
-        all.push(Expr::Or(any));
+        all.push(Expr::Or(vec![
+            port_within(Side::Src, ports.ranges()),
+            port_within(Side::Dst, ports.ranges()),
+        ]));
+    }
+    if let Some(ports) = &q.sport {
+        all.push(port_within(Side::Src, ports.ranges()));
+    }
+    if let Some(ports) = &q.dport {
+        all.push(port_within(Side::Dst, ports.ranges()));
     }
     if let Some(net) = &q.src {
         all.push(Expr::Cond(Cond::SrcPrefix {
@@ -1137,5 +1149,104 @@ mod tests {
         let mut parts = vec![part(10..20)];
         move_in_parallel(&mut into, &mut parts, 4);
         assert_eq!((into.len(), parts[0].sockets.len()), (10, 10));
+    }
+
+    /// The program the kernel runs for -p, --sport and --dport selects the sockets whose ports
+    /// are in the sets, each on its own end: checked over every pair of ports around the sets'
+    /// edges with the kernel's interpreter as the crate's mirror runs it, against a direct
+    /// reading of the sets and against the userspace filter.
+    #[test]
+    fn port_programs_test_the_end_each_flag_names() {
+        use sockstat_wire::bytecode::{run, BcSocket};
+        let set = |s: &str| Some(crate::PortSet::parse(s).unwrap());
+        let ports = [
+            0u16, 21, 22, 23, 79, 80, 81, 443, 8000, 8050, 8100, 8101, 65535,
+        ];
+        let cases: [(&str, Query); 5] = [
+            (
+                "-p",
+                Query {
+                    ports: set("22,8000-8100"),
+                    ..Query::new()
+                },
+            ),
+            (
+                "--sport",
+                Query {
+                    sport: set("22,8000-8100"),
+                    ..Query::new()
+                },
+            ),
+            (
+                "--dport",
+                Query {
+                    dport: set("80,443"),
+                    ..Query::new()
+                },
+            ),
+            (
+                "--sport --dport",
+                Query {
+                    sport: set("8000-8100"),
+                    dport: set("80"),
+                    ..Query::new()
+                },
+            ),
+            (
+                "-p --dport",
+                Query {
+                    ports: set("22"),
+                    dport: set("0-79"),
+                    ..Query::new()
+                },
+            ),
+        ];
+        let within = |set: &Option<crate::PortSet>, p: u16| {
+            set.as_ref()
+                .is_none_or(|s| s.ranges().iter().any(|&(lo, hi)| (lo..=hi).contains(&p)))
+        };
+        for (flags, q) in cases {
+            let program = filter_program(&q).expect("a program");
+            let mut selected = 0;
+            for &sport in &ports {
+                for &dport in &ports {
+                    let expect =
+                        (q.ports.is_none() || within(&q.ports, sport) || within(&q.ports, dport))
+                            && within(&q.sport, sport)
+                            && within(&q.dport, dport);
+                    let sock = BcSocket {
+                        src: std::net::Ipv4Addr::new(192, 0, 2, 1).into(),
+                        dst: std::net::Ipv4Addr::new(198, 51, 100, 2).into(),
+                        sport,
+                        dport,
+                        autobound: false,
+                        ifindex: 0,
+                        cgroup_id: 0,
+                        mark: 0,
+                    };
+                    assert_eq!(run(&program, &sock), expect, "{flags}: {sport} -> {dport}");
+                    let s = Socket::new(
+                        Proto::Tcp,
+                        Family::Inet,
+                        SockType::Stream,
+                        crate::model::State::Established,
+                        Endpoint::Inet {
+                            addr: sock.src,
+                            port: sport,
+                        },
+                        Some(Endpoint::Inet {
+                            addr: sock.dst,
+                            port: dport,
+                        }),
+                    );
+                    assert_eq!(q.matches_socket(&s), expect, "{flags}: {sport} -> {dport}");
+                    selected += usize::from(expect);
+                }
+            }
+            assert!(
+                selected > 0 && selected < ports.len() * ports.len(),
+                "{flags}"
+            );
+        }
     }
 }

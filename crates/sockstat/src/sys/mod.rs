@@ -62,8 +62,8 @@ enum OwnerPlan {
     /// filters that select most sockets: `-4`, `-6`, `-u`, `-L`, `-c`).
     All,
     /// The sockets first (their filters applied in the kernel), then the holders of just those
-    /// sockets and of their unix peers: `-l`, `--state`, `-p`, `--src`, `--dst`, `-P`,
-    /// `--connected-to`.
+    /// sockets and of their unix peers: `-l`, `--state`, `-p`, `--sport`, `--dport`, `--src`,
+    /// `--dst`, `-P`, `--connected-to`.
     Shown,
     /// `--pid`, `--command`: only the fd tables of the processes those select, then the holders
     /// of the unix peers of the sockets they hold.
@@ -79,6 +79,8 @@ impl OwnerPlan {
         } else if (q.listening && !q.connected)
             || q.states.is_some()
             || q.ports.is_some()
+            || q.sport.is_some()
+            || q.dport.is_some()
             || q.src.is_some()
             || q.dst.is_some()
             || q.protos.is_some()
