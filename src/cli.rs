@@ -609,8 +609,7 @@ pub fn parse_from(args: Vec<OsString>) -> Result<Cli, Refused> {
     };
     if let Some(at) = subcommand_at(&args) {
         let subcommand = named(at);
-        return Cli::try_parse_from(moved_first(&args, at))
-            .map_err(|error| Refused { error, subcommand });
+        return Cli::try_parse_from(arranged(&args)).map_err(|error| Refused { error, subcommand });
     }
     Cli::try_parse_from(&args).map_err(|error| {
         // An option the listing does not take, before a subcommand's name: what the
@@ -631,6 +630,15 @@ pub fn parse_from(args: Vec<OsString>) -> Result<Cli, Refused> {
             subcommand: named(1),
         }
     })
+}
+
+/// The command line as [`parse_from`] parses it: options given before a subcommand's name moved
+/// after it. Whatever inspects the parsed flags again (the privilege check) must read these.
+pub fn arranged(args: &[OsString]) -> Vec<OsString> {
+    match subcommand_at(args) {
+        Some(at) => moved_first(args, at),
+        None => args.to_vec(),
+    }
 }
 
 /// The names an option is typed under, as typed: `-z`, `-j` (a visible alias), `--tcp-info`.

@@ -170,8 +170,15 @@ pub fn check_inputs() -> Result<(), String> {
     use clap::CommandFactory as _;
     // Parsed again, as matches: they say which flags were given on the command line, at any
     // level of subcommands (main has parsed the same arguments already).
-    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(std::env::args_os()) else {
-        return Ok(());
+    // Arranged as `cli::parse_from` arranged them, so that the flags seen are the flags used; a
+    // command line that does not parse here is refused rather than let through unchecked.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(crate::cli::arranged(&args))
+    else {
+        return Err(format!(
+            "the command line could not be checked, and {because}; run it as root, or a copy \
+             without the capabilities (SECURITY.md)"
+        ));
     };
     let mut level = Some(&matches);
     while let Some(m) = level {

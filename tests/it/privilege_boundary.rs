@@ -204,6 +204,18 @@ fn with_file_capabilities_no_input_reaches_a_root_only_file() {
                 vec!["--proc-root".into(), proc_tree.clone(), "diagnose".into()],
                 "--proc-root",
             ),
+            // Options the listing lacks before the subcommand's name are moved after it before
+            // parsing: the check must see the same arrangement, not let it through unchecked.
+            (
+                vec![
+                    "--interval".into(),
+                    "0.1".into(),
+                    "diagnose".into(),
+                    "--proc-root".into(),
+                    proc_tree.clone(),
+                ],
+                "--proc-root",
+            ),
             (
                 vec![
                     "trace".into(),
