@@ -162,7 +162,9 @@ fn privilege_matrix() {
     require_root!("privilege_matrix (setpriv, setcap, mount namespaces)");
     let s = Setup::new();
     let ports = s.ports();
-    let args = ["-l", "-p", ports.as_str()];
+    // The listeners' own address too: -p alone also matched another test's listener on the same
+    // port number at another address, which made a warning of its own (a loaded host).
+    let args = ["-l", "--src", "127.0.0.1", "-p", ports.as_str()];
 
     // root: everything.
     let r = run(sockstat(&args).program(s.bin()));
@@ -201,7 +203,15 @@ fn hidepid_is_one_warning_not_a_lie() {
     let procdir = tempdir();
     for option in ["hidepid=2", "hidepid=invisible", "hidepid=1"] {
         let root_arg = procdir.path().to_str().unwrap().to_string();
-        let args = ["-l", "-p", ports.as_str(), "--proc-root", root_arg.as_str()];
+        let args = [
+            "-l",
+            "--src",
+            "127.0.0.1",
+            "-p",
+            ports.as_str(),
+            "--proc-root",
+            root_arg.as_str(),
+        ];
 
         // Root sees through hidepid.
         let r = run(under_hidepid(
@@ -245,7 +255,15 @@ fn hidepid_is_one_warning_not_a_lie() {
     // In the mount's gid= group, hidepid hides nothing: the warning is the ordinary one (fds of
     // other users' processes are still unreadable), not a hidepid one.
     let root_arg = procdir.path().to_str().unwrap().to_string();
-    let args = ["-l", "-p", ports.as_str(), "--proc-root", root_arg.as_str()];
+    let args = [
+        "-l",
+        "--src",
+        "127.0.0.1",
+        "-p",
+        ports.as_str(),
+        "--proc-root",
+        root_arg.as_str(),
+    ];
     let r = run(under_hidepid(
         sockstat(&args).program(s.bin()).prefix(&setpriv_nobody()),
         "hidepid=2,gid=65534",
