@@ -5,8 +5,8 @@
 //! `--proc-root`, so the host's /proc is never touched and the mount dies with the namespace).
 //!
 //! Every case has two holders, one running as root and one as uid 65534, each with a TCP
-//! listener; every run is restricted to those two listeners (their address and ports) so the host's own processes do not
-//! matter.
+//! listener; every run is restricted to those two listeners (their address and ports) so the
+//! host's own processes do not matter.
 
 use std::collections::BTreeMap;
 use std::path::Path;
