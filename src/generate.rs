@@ -379,6 +379,11 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
         italic("sockstat"),
         roman("(1)"),
     ]);
+    r.control("PP", []);
+    r.text([roman(
+        "The documents named doc/... above are in the source repository; the Debian package \
+         sockstat-rs installs them in /usr/share/doc/sockstat-rs/doc/, beside README.md.",
+    )]);
     out.write_all(r.render().as_bytes())?;
     man.render_version_section(out)
 }

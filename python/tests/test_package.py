@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import importlib.metadata
 import json
 import os
 import pickle
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -99,7 +101,7 @@ USE = r"""
 import os, socket, sockstat, warnings
 warnings.simplefilter("ignore")
 lst = socket.socket(); lst.bind(("127.0.0.1", 0)); lst.listen()
-[s] = sockstat.sockets(ports=lst.getsockname()[1])
+[s] = sockstat.sockets(ports=lst.getsockname()[1], listening=True)
 assert (s.state, s.owners[0].pid, s.owners[0].fd) == ("LISTEN", os.getpid(), lst.fileno()), s
 rows = [r for r in sockstat.net_connections("tcp4") if r.laddr and r.laddr.port == lst.getsockname()[1]]
 assert [(r.pid, r.status) for r in rows] == [(os.getpid(), "LISTEN")], rows
@@ -129,3 +131,45 @@ def test_the_wheel_installs_into_a_fresh_virtualenv_and_works(tmp_path):
     assert out.returncode == 0, out.stderr
     version, where = out.stdout.split()
     assert version == sockstat.__version__ and where.startswith(str(env_dir))
+
+
+def test_the_package_under_test_is_the_wheel():
+    """With $SOCKSTAT_WHEEL (CI), the whole suite runs against that wheel installed into this
+    virtualenv, not against a build from the source tree: the installed distribution carries the
+    wheel's tags and its extension module is the wheel's, byte for byte."""
+    pattern = os.environ.get("SOCKSTAT_WHEEL")
+    wheels = sorted(glob.glob(pattern)) if pattern else []
+    if not wheels:
+        skip_loudly("SOCKSTAT_WHEEL names no wheel: the suite ran against whatever sockstat is installed")
+    wheel = Path(wheels[-1])
+    where = Path(sockstat.__file__).resolve()
+    assert Path(sys.prefix).resolve() in where.parents and "site-packages" in where.parts, where
+    _name, _version, py, abi, plat = wheel.name[: -len(".whl")].split("-")
+    want = {f"{py}-{abi}-{p}" for p in plat.split(".")}
+    wheel_meta = importlib.metadata.distribution("sockstat").read_text("WHEEL") or ""
+    got = {line.split(":", 1)[1].strip() for line in wheel_meta.splitlines() if line.startswith("Tag:")}
+    assert got == want, (got, want)
+    native = Path(sockstat._native.__file__)
+    with zipfile.ZipFile(wheel) as z:
+        [member] = [n for n in z.namelist() if n.startswith("sockstat/_native") and n.endswith(".so")]
+        assert z.read(member) == native.read_bytes(), (member, native)
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub and PyPI's renderer make it."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_reads_the_same_outside_the_repository():
+    """python/README.md is the package's long description (PyPI shows it): every link in it is
+    absolute or to one of its own headings, none into the repository (../doc/... breaks there)."""
+    text = (REPO / "python" / "README.md").read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links
+    anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    for link in links:
+        if link.startswith("#"):
+            assert link[1:] in anchors, (link, sorted(anchors))
+        else:
+            assert link.startswith("https://"), link
+    assert "../" not in text

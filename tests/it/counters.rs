@@ -8,7 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::test_path;
-use crate::ports_support::{counters_json, hear, say, sockstat, wait_output, Netns, HELPER_ENV};
+use crate::ports_support::{
+    counters_json, first_sample_taken, hear, say, sockstat, wait_output, Netns, HELPER_ENV,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const FIXTURES: &str = concat!(
@@ -64,8 +66,8 @@ fn counters_interval_sees_refused_connects() {
     );
     assert_eq!(h.expect_line(LIMIT), "READY");
     let bg = crate::ports_support::spawn_sockstat(&ns, &["counters", "2", "--json"]);
-    // Let sockstat take its first reading, then make the connections inside the interval.
-    std::thread::sleep(Duration::from_millis(500));
+    // Once sockstat has its first reading, make the connections inside the interval.
+    first_sample_taken(&bg);
     h.send("go");
     assert_eq!(h.expect_line(LIMIT), format!("DONE refused={N}"));
     h.finish(LIMIT);
@@ -208,7 +210,7 @@ fn counters_a_counter_going_down_is_a_reset_not_a_huge_number() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    first_sample_taken(&child);
     // The namespace was "recreated": the counter starts again from a small number.
     std::fs::write(dir.path().join("net/snmp"), snmp(3)).unwrap();
     let v = counters_json(&wait_output(child, LIMIT));
@@ -230,7 +232,7 @@ fn counters_a_counter_going_down_is_a_reset_not_a_huge_number() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    first_sample_taken(&child);
     std::fs::write(dir.path().join("net/snmp"), snmp(3)).unwrap();
     let out = wait_output(child, LIMIT);
     assert!(out.status.success());
@@ -308,7 +310,9 @@ fn counters_zone_counts_refused_connects_inside_it() {
     let zone = spawn(&["counters", "-z", &ns.name, "2", "--json"]);
     let host = spawn(&["counters", "2", "--json"]);
     let all = spawn(&["counters", "-Z", "2", "--json"]);
-    std::thread::sleep(Duration::from_millis(600));
+    for c in [&zone, &host, &all] {
+        first_sample_taken(c);
+    }
     h.send("go");
     assert_eq!(h.expect_line(LIMIT), format!("DONE refused={N}"));
     h.finish(LIMIT);

@@ -772,7 +772,7 @@ fn syn_for_a_server_time_wait_tuple() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(ms(700)); // the first sample is taken
+        crate::ports_support::first_sample_taken(&child);
         ns.run(move || {
             // SAFETY: a raw socket (IPPROTO_RAW implies IP_HDRINCL).
             let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };

@@ -847,8 +847,8 @@ fn ports_names_who_opened_the_connections() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("sockstat ports");
-    // The tracer is attached before the first sample; give it that long, then connect.
-    std::thread::sleep(Duration::from_millis(1500));
+    // The tracer is attached before the first sample: connect once that is taken.
+    crate::ports_support::first_sample_taken(&ports);
     let cli = Workload::spawn(&ns, "evports", "client:47351:20:1:1:client");
     let pid = cli.pid();
     cli.wait();
@@ -925,7 +925,7 @@ table inet diagtest {
         .stderr(Stdio::piped())
         .spawn()
         .expect("sockstat diagnose");
-    std::thread::sleep(Duration::from_millis(1500));
+    crate::ports_support::first_sample_taken(&diag);
     // Three connects, each waiting 1 s for its dropped SYN to be sent again; all done well
     // before the second sample.
     Workload::spawn(&ns, "evdiagcli", "client:47361:3:1:1:server:parallel").wait();

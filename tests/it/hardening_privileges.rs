@@ -7,8 +7,8 @@
 //! namespace).
 //!
 //! Every case has two holders, one running as root and one as uid 65534, each with a TCP
-//! listener; every run is restricted to their two ports so the host's own processes do not
-//! matter.
+//! listener; every run is restricted to those two listeners (their address and ports) so the
+//! host's own processes do not matter.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -50,12 +50,22 @@ impl Setup {
         self.mine.item(1).sock().inode()
     }
 
-    fn ports(&self) -> String {
-        format!(
+    /// The flags that select exactly the two listeners: -l, their address and their ports (-p
+    /// alone also matched another test's listener on the same port number at another address,
+    /// which made a warning of its own on a loaded host), and `--proc-root DIR` when given.
+    fn selection(&self, proc_root: Option<&Path>) -> Vec<String> {
+        let ports = format!(
             "{},{}",
             self.root.item(0).sock().port(),
             self.mine.item(1).sock().port()
-        )
+        );
+        let mut args = ["-l", "--src", "127.0.0.1", "-p", &ports]
+            .map(String::from)
+            .to_vec();
+        if let Some(dir) = proc_root {
+            args.extend(["--proc-root".to_string(), dir.display().to_string()]);
+        }
+        args
     }
 
     /// A copy of the binary uid 65534 can run.
@@ -152,8 +162,7 @@ fn expect(
 fn privilege_matrix() {
     require_root!("privilege_matrix (setpriv, setcap, mount namespaces)");
     let s = Setup::new();
-    let ports = s.ports();
-    let args = ["-l", "-p", ports.as_str()];
+    let args = s.selection(None);
 
     // root: everything.
     let r = run(sockstat(&args).program(s.bin()));
@@ -188,11 +197,9 @@ fn privilege_matrix() {
 fn hidepid_is_one_warning_not_a_lie() {
     require_root!("hidepid_is_one_warning_not_a_lie (mount namespaces)");
     let s = Setup::new();
-    let ports = s.ports();
     let procdir = tempdir();
     for option in ["hidepid=2", "hidepid=invisible", "hidepid=1"] {
-        let root_arg = procdir.path().to_str().unwrap().to_string();
-        let args = ["-l", "-p", ports.as_str(), "--proc-root", root_arg.as_str()];
+        let args = s.selection(Some(procdir.path()));
 
         // Root sees through hidepid.
         let r = run(under_hidepid(
@@ -238,8 +245,7 @@ fn hidepid_is_one_warning_not_a_lie() {
     }
     // In the mount's gid= group, hidepid hides nothing: the warning is the ordinary one (fds of
     // other users' processes are still unreadable), not a hidepid one.
-    let root_arg = procdir.path().to_str().unwrap().to_string();
-    let args = ["-l", "-p", ports.as_str(), "--proc-root", root_arg.as_str()];
+    let args = s.selection(Some(procdir.path()));
     let r = run(under_hidepid(
         sockstat(&args).program(s.bin()).prefix(&setpriv_nobody()),
         "hidepid=2,gid=65534",

@@ -1,7 +1,10 @@
 //! The Debian package: `cargo deb` builds it (from `[package.metadata.deb]` in Cargo.toml), it
 //! is unpacked into a scratch root with `dpkg-deb -x`, every file is checked against the
-//! repository's copy, the exporter's systemd unit is verified where it is installed and left
-//! disabled by the maintainer scripts, and the installed binary runs.
+//! repository's copy, every file the man page, the unit and the examples name is in it, the
+//! exporter's systemd unit is verified where it is installed and left disabled by the
+//! maintainer scripts, and the installed binary runs. Then dpkg itself, on a database of its
+//! own (`dpkg --root`), shows the conflict with Debian's unrelated package `sockstat`, which
+//! installs /usr/bin/sockstat too: neither unpacks while the other is there.
 //!
 //! Opt-in: it runs only with `SOCKSTAT_TEST_DEB=1` and cargo-deb installed, because `cargo deb`
 //! makes a release build (about a minute the first time, seconds when target/release is
@@ -12,6 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The package's name: Debian's `sockstat` is another program.
+const PACKAGE: &str = "sockstat-rs";
+/// Where its documentation is installed (Debian Policy 12.3).
+const DOC: &str = "usr/share/doc/sockstat-rs";
 
 fn skip(why: &str) {
     eprintln!("SKIPPED: the .deb package test: {why}");
@@ -30,6 +37,39 @@ fn run(c: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The installed files a text names, as paths under the package's root: absolute paths under
+/// /usr/share/doc, /usr/lib and /usr/bin (also in `file://` URLs; paths under /etc are the
+/// administrator's to make), `man:sockstat(1)`, and
+/// `doc/NAME.md` or `doc/NAME.json`, which the package keeps under its documentation directory.
+fn referenced_files(text: &str) -> Vec<String> {
+    let mut out = vec![];
+    let cut = |s: &str| -> String {
+        s.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '/' || c == '_'))
+            .to_string()
+    };
+    let words = text.split(|c: char| c.is_whitespace() || "\"'`(),;=<>".contains(c));
+    for w in words {
+        let w = w.strip_prefix("file://").unwrap_or(w);
+        if ["/usr/share/doc/", "/usr/lib/", "/usr/bin/"]
+            .iter()
+            .any(|p| w.starts_with(p))
+        {
+            out.push(cut(w).trim_start_matches('/').to_string());
+        } else if let Some(i) = w.find("doc/") {
+            let rest = cut(&w[i + 4..]);
+            if (rest.ends_with(".md") || rest.ends_with(".json")) && !rest.contains('/') {
+                out.push(format!("{DOC}/doc/{rest}"));
+            }
+        }
+    }
+    if text.contains("man:sockstat(1)") {
+        out.push("usr/share/man/man1/sockstat.1.gz".into());
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn gunzip(p: &Path) -> Vec<u8> {
@@ -85,7 +125,25 @@ fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
     let deb = &debs[0];
 
     let field = |f: &str| run(Command::new("dpkg-deb").args(["-f"]).arg(deb).arg(f));
-    assert_eq!(field("Package").trim(), "sockstat");
+    // Not `sockstat`: Debian ships an unrelated package of that name, which `apt upgrade`
+    // would have swapped in. Both install /usr/bin/sockstat, so ours conflicts with it; it
+    // does not replace it (it is not its successor) nor provide it (it is another tool).
+    assert_eq!(field("Package").trim(), PACKAGE);
+    assert_eq!(field("Conflicts").trim(), "sockstat", "Conflicts");
+    for f in ["Replaces", "Provides", "Breaks"] {
+        assert!(
+            !field(f)
+                .split([',', '|'])
+                .any(|p| p.trim().starts_with("sockstat")),
+            "{f}: {}",
+            field(f)
+        );
+    }
+    assert!(
+        field("Description").contains("Debian's"),
+        "the description says why it conflicts: {}",
+        field("Description")
+    );
     // cargo-deb adds a Debian revision (`0.1.0-1`).
     let version = field("Version");
     let upstream = version.trim().split('-').next().unwrap_or_default();
@@ -115,8 +173,8 @@ fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
             "doc/completions/sockstat.fish",
             "usr/share/fish/vendor_completions.d/sockstat.fish",
         ),
-        ("README.md", "usr/share/doc/sockstat/README.md"),
-        ("SECURITY.md", "usr/share/doc/sockstat/SECURITY.md"),
+        ("README.md", "usr/share/doc/sockstat-rs/README.md"),
+        ("SECURITY.md", "usr/share/doc/sockstat-rs/SECURITY.md"),
         (
             "contrib/systemd/sockstat-exporter.service",
             "usr/lib/systemd/system/sockstat-exporter.service",
@@ -127,34 +185,90 @@ fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
         ),
         (
             "contrib/prometheus/sockstat.rules.yml",
-            "usr/share/doc/sockstat/examples/sockstat.rules.yml",
+            "usr/share/doc/sockstat-rs/examples/sockstat.rules.yml",
         ),
         (
             "contrib/prometheus/sockstat.rules.test.yml",
-            "usr/share/doc/sockstat/examples/sockstat.rules.test.yml",
+            "usr/share/doc/sockstat-rs/examples/sockstat.rules.test.yml",
         ),
         (
             "contrib/web-config.yml",
-            "usr/share/doc/sockstat/examples/web-config.yml",
+            "usr/share/doc/sockstat-rs/examples/web-config.yml",
         ),
         (
             "contrib/systemd/zones.conf",
-            "usr/share/doc/sockstat/examples/zones.conf",
+            "usr/share/doc/sockstat-rs/examples/zones.conf",
         ),
     ] {
         let got = std::fs::read(installed(to)).unwrap_or_else(|e| panic!("{to}: {e}"));
         assert_eq!(got, repo(from), "{to} differs from {from}");
     }
     // The upstream changelog under the name Policy 12.7 gives it (cargo-deb may gzip it).
-    let changelog = installed("usr/share/doc/sockstat/changelog");
-    let changelog_gz = installed("usr/share/doc/sockstat/changelog.gz");
+    let changelog = installed("usr/share/doc/sockstat-rs/changelog");
+    let changelog_gz = installed("usr/share/doc/sockstat-rs/changelog.gz");
     let text = if changelog_gz.exists() {
         gunzip(&changelog_gz)
     } else {
-        std::fs::read(&changelog).expect("usr/share/doc/sockstat/changelog")
+        std::fs::read(&changelog).expect("usr/share/doc/sockstat-rs/changelog")
     };
     assert_eq!(text, repo("CHANGELOG.md"));
-    assert!(installed("usr/share/doc/sockstat/copyright").exists());
+    assert!(installed(&format!("{DOC}/copyright")).exists());
+    // doc/ as in the source, so that the references below resolve.
+    for e in std::fs::read_dir(Path::new(ROOT).join("doc")).expect("doc/") {
+        let name = e
+            .expect("entry")
+            .file_name()
+            .into_string()
+            .expect("UTF-8 name");
+        if name.ends_with(".md") || name.ends_with(".json") {
+            let to = format!("{DOC}/doc/{name}");
+            let got = std::fs::read(installed(&to)).unwrap_or_else(|e| panic!("{to}: {e}"));
+            assert_eq!(got, repo(&format!("doc/{name}")), "{to}");
+        }
+    }
+    // Every file the installed man page, unit, defaults and examples name is installed.
+    let man = String::from_utf8(gunzip(&installed("usr/share/man/man1/sockstat.1.gz")))
+        .expect("UTF-8 man page");
+    let mut named = 0;
+    for (what, text) in [
+        ("the man page", man.replace("\\-", "-")),
+        (
+            "the unit",
+            std::fs::read_to_string(installed(
+                "usr/lib/systemd/system/sockstat-exporter.service",
+            ))
+            .expect("unit"),
+        ),
+        (
+            "the defaults",
+            std::fs::read_to_string(installed("etc/default/sockstat-exporter")).expect("defaults"),
+        ),
+        (
+            "zones.conf",
+            std::fs::read_to_string(installed(&format!("{DOC}/examples/zones.conf")))
+                .expect("zones.conf"),
+        ),
+        (
+            "web-config.yml",
+            std::fs::read_to_string(installed(&format!("{DOC}/examples/web-config.yml")))
+                .expect("web-config.yml"),
+        ),
+        (
+            "sockstat.rules.yml",
+            std::fs::read_to_string(installed(&format!("{DOC}/examples/sockstat.rules.yml")))
+                .expect("sockstat.rules.yml"),
+        ),
+    ] {
+        for path in referenced_files(&text) {
+            named += 1;
+            assert!(
+                installed(&path).exists(),
+                "{what} names {path}, which the package does not install"
+            );
+        }
+    }
+    // The man page's doc/ references, the unit's Documentation= pages, serve.md: not vacuous.
+    assert!(named >= 8, "{named} references");
 
     // The exporter's unit is installed disabled and stopped: the maintainer scripts register
     // it with systemd but enable it only if the administrator had (an upgrade), and start
@@ -221,4 +335,92 @@ fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
         format!("sockstat {}", env!("CARGO_PKG_VERSION"))
     );
     run(Command::new(&bin).args(["-l", "-P", "tcp", "--no-owners"]));
+
+    conflicts_with_debians_sockstat(deb);
+}
+
+/// A dpkg database of its own under a scratch root (`dpkg --root`).
+fn dpkg_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().expect("tempdir");
+    let db = root.path().join("var/lib/dpkg");
+    for d in ["info", "updates", "triggers"] {
+        std::fs::create_dir_all(db.join(d)).expect("dpkg database");
+    }
+    for f in ["status", "available"] {
+        std::fs::write(db.join(f), "").expect("dpkg database");
+    }
+    root
+}
+
+/// `dpkg --root ROOT --unpack DEB` (no maintainer script needs to run to unpack either package).
+fn unpack(root: &Path, deb: &Path) -> std::process::Output {
+    let mut c = Command::new("dpkg");
+    c.arg(format!("--root={}", root.display()))
+        .arg("--log=/dev/null")
+        .arg("--unpack")
+        .arg(deb);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        c.arg("--force-not-root");
+    }
+    c.output().expect("dpkg")
+}
+
+/// Debian's package `sockstat` (0.4.1-1 in bookworm, a C tool) installs /usr/bin/sockstat. A
+/// stand-in with its name and that file, and ours, refuse each other in dpkg, whichever comes
+/// first; each alone unpacks, and /usr/bin/sockstat is then its.
+fn conflicts_with_debians_sockstat(ours: &Path) {
+    let work = tempfile::tempdir().expect("tempdir");
+    let pkg = work.path().join("sockstat");
+    std::fs::create_dir_all(pkg.join("DEBIAN")).expect("mkdir");
+    std::fs::create_dir_all(pkg.join("usr/bin")).expect("mkdir");
+    std::fs::write(
+        pkg.join("DEBIAN/control"),
+        "Package: sockstat\nVersion: 0.4.1-1\nArchitecture: all\nMaintainer: test <test@example.org>\n\
+         Description: stand-in for Debian's sockstat\n",
+    )
+    .expect("control");
+    std::fs::write(pkg.join("usr/bin/sockstat"), "#!/bin/sh\necho debian\n").expect("file");
+    let theirs = work.path().join("sockstat_0.4.1-1_all.deb");
+    run(Command::new("dpkg-deb")
+        .args(["--root-owner-group", "-b"])
+        .arg(&pkg)
+        .arg(&theirs));
+
+    for (first, second, refused) in [(&*theirs, ours, PACKAGE), (ours, &*theirs, "sockstat")] {
+        let root = dpkg_root();
+        let out = unpack(root.path(), first);
+        assert!(
+            out.status.success(),
+            "unpacking {} alone: {}",
+            first.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let owner = run(Command::new("dpkg")
+            .arg(format!("--root={}", root.path().display()))
+            .args(["-S", "/usr/bin/sockstat"]));
+        assert!(
+            owner.starts_with(if refused == PACKAGE {
+                "sockstat:"
+            } else {
+                PACKAGE
+            }),
+            "{owner}"
+        );
+        let out = unpack(root.path(), second);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{} unpacked beside the other",
+            second.display()
+        );
+        assert!(
+            err.contains("conflicting packages") && err.contains(refused),
+            "dpkg said: {err}"
+        );
+        let owner = run(Command::new("dpkg")
+            .arg(format!("--root={}", root.path().display()))
+            .args(["-S", "/usr/bin/sockstat"]));
+        assert!(!owner.starts_with(&format!("{refused}:")), "{owner}");
+    }
 }

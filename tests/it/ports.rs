@@ -250,7 +250,7 @@ fn ports_server_view_shows_clients_reusing_ports_into_time_wait() {
     assert_eq!(h.expect_line(LIMIT), "LISTENING");
     // Sample across the rounds: the interval adds the counters.
     let bg = crate::ports_support::spawn_sockstat(&ns, &["ports", "--interval", "2", "--json"]);
-    std::thread::sleep(Duration::from_millis(500));
+    crate::ports_support::first_sample_taken(&bg);
     h.send("go");
     let done = h.expect_line(LIMIT);
     let reused: u32 = field(&done, "reused").parse().unwrap();

@@ -237,6 +237,17 @@ pub fn spawn_sockstat(ns: &Netns, args: &[&str]) -> Child {
         .expect("spawn sockstat")
 }
 
+/// Waits until a background sockstat (`counters N`, `ports --interval`, `diagnose --interval`)
+/// has taken its first sample, so that what the test does next falls inside its interval
+/// (`sockstat_testkit::sampler`; a fixed sleep was a guess a loaded machine broke).
+pub fn first_sample_taken(child: &Child) {
+    if let Err(e) =
+        sockstat_testkit::sampler::wait_for_first_sample(child.id(), Duration::from_secs(60))
+    {
+        panic!("sockstat {e}");
+    }
+}
+
 /// Waits for a background sockstat, at most `timeout`, and returns its output.
 pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
     let deadline = Instant::now() + timeout;

@@ -481,16 +481,10 @@ fn tw_syn(lab: &Lab, cc: Cc) -> io::Result<Running> {
     )?;
     let dst = crate::sock::v4(lab.server_addr(), PORT)?;
     Ok(Running {
-        // Three bursts across the second diagnose samples (it starts 300 ms before the first):
-        // however late a loaded host lets diagnose take its first sample, one falls inside.
+        // One burst inside diagnose's interval: `during` runs once both have their first
+        // sample.
         during: Some(Box::new(move |lab: &Lab| {
-            for burst in 0..3 {
-                if burst > 0 {
-                    std::thread::sleep(Duration::from_millis(300));
-                }
-                send_syns(lab.client(), clients.clone(), dst, 3)?;
-            }
-            Ok(())
+            send_syns(lab.client(), clients.clone(), dst, 3)
         })),
         ..Running::default()
     })
@@ -1111,7 +1105,12 @@ fn run_reniced(
     };
     let children = [spawn(lab.client())?, spawn(lab.server())?];
     if let Some(during) = running.during.take() {
-        std::thread::sleep(Duration::from_millis(300));
+        // Inside both intervals: after each diagnose took its first sample (a fixed wait was
+        // a guess that a loaded host broke: both samples came after it).
+        for c in &children {
+            sockstat_testkit::sampler::wait_for_first_sample(c.id(), Duration::from_secs(60))
+                .map_err(io::Error::other)?;
+        }
         during(&lab)?;
     }
     let outs = children.map(|c| c.wait_with_output());

@@ -41,6 +41,7 @@
 //! The default command name is `sockholder`.
 
 pub mod holder;
+pub mod sampler;
 
 use serde::{Deserialize, Serialize};
 

@@ -323,15 +323,15 @@ fn deciding(rule: &str) -> &'static [(&'static str, &'static str, usize, f64)] {
     // (evidence key, label, decimals, scale)
     match rule {
         "send-buffer-limited" => &[
-            ("ceiling_match", "goodput/ceiling", 2, 1.0),
+            ("limits_per_rtt_seen", "goodput/ceiling", 2, 1.0),
             ("busy_share", "busy", 2, 1.0),
             ("sndbuf_limited_share", "sndbuf_limited", 2, 1.0),
         ],
         "receive-window-limited" | "window-scaling-missing" => &[
-            ("ceiling_match", "goodput/ceiling", 2, 1.0),
+            ("limits_per_rtt_seen", "goodput/ceiling", 2, 1.0),
             ("rwnd_limited_share", "rwnd_limited", 2, 1.0),
         ],
-        "receive-buffer-locked" => &[("ceiling_match", "goodput/ceiling", 2, 1.0)],
+        "receive-buffer-locked" => &[("limits_per_rtt_seen", "goodput/ceiling", 2, 1.0)],
         "delayed-ack" => &[("inflation_us", "srtt-min_rtt ms", 1, 1e-3)],
         "listen-overflow" => &[("accept_queue", "accept queue", 0, 1.0)],
         "retransmissions" => &[

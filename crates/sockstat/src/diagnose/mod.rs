@@ -12,8 +12,10 @@
 //! The tcp_info chronographs under-count, or stay at 0 (cubic in slow start never counts
 //! `sndbuf_limited`), so no rule fires on a share alone: each throughput rule requires the
 //! goodput to reach a large part of the ceiling its limit implies at the RTT the flow saw over
-//! the interval (limit / srtt, queueing included; doc/calibration.md#ceilings), and that
-//! ceiling to matter (below the bandwidth, when known, or below [`UNKNOWN_BANDWIDTH_CEILING`]).
+//! the interval (limit / srtt, queueing included; doc/calibration.md#ceilings), and the limit
+//! to matter on the path itself (limit / `min_rtt` below the bandwidth, when known, or below
+//! [`UNKNOWN_BANDWIDTH_CEILING`]). No finding states a ceiling below the rate it measured
+//! ([`Ceiling`]).
 
 mod close_wait;
 mod delayed_ack;
@@ -57,15 +59,9 @@ pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
 /// under cubic and BBR, alone and behind shared queues; every healthy flow stayed at or below
 /// 0.36 (a large buffer a bulk sender keeps full).
 pub const CEILING_MATCH: f64 = 0.5;
-/// A flow held by a buffer or window delivered at most 1.37 × that limit per RTT it saw in the
-/// diagnosis matrix (doc/calibration.md#ceilings). One that delivered more than this multiple
-/// did not see that RTT while it sent: one of the two smoothed-RTT samples was stale (on a loaded
-/// host a loopback flow read 236 µs in its first sample and 28 µs in its second). Its ceiling is
-/// then at least goodput / this; see [`ceiling`].
-pub const CEILING_OVERSHOOT: f64 = 1.5;
-/// Without a known bottleneck bandwidth, a ceiling at or above this (1 Gbit/s, in bytes/s) is
-/// not reported: the negative case of doc/seeds.md#receive-buffer (a small buffer at loopback RTT)
-/// has a ceiling of gigabytes per second and "barely hurts".
+/// Without a known bottleneck bandwidth, a limit that allows this much (1 Gbit/s, in bytes/s) or
+/// more at the path's min RTT is not reported: the negative case of doc/seeds.md#receive-buffer
+/// (a small buffer at loopback RTT) allows gigabytes per second and "barely hurts".
 pub const UNKNOWN_BANDWIDTH_CEILING: f64 = 125_000_000.0;
 /// A ceiling below this (10 Mbit/s) on a path of at least [`SLOW_PATH_RTT_US`] is critical
 /// (doc/calibration.md#common-thresholds).
@@ -474,27 +470,157 @@ pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static st
 }
 
 /// The bandwidth to size a buffer for, when it says more than the ceiling already does: the
-/// operator's, or a measured one above the ceiling (a measured rate at or below it is a sample
-/// taken while the limit held, doc/calibration.md#bandwidth-and-bdp, and would advise a buffer no
-/// larger than today's).
+/// operator's, or a measured one above what the limit allows at the path's min RTT (a measured
+/// rate at or below it gives a BDP no larger than today's limit: a sample taken while the limit
+/// or a queue held the flow, doc/calibration.md#bandwidth-and-bdp).
 pub fn bandwidth_beyond(
     flow: &Flow<'_>,
     ctx: &Context,
-    ceiling: f64,
+    ceiling: &Ceiling,
 ) -> Option<(f64, &'static str)> {
-    bandwidth_for(flow, ctx).filter(|&(b, src)| src == "operator" || b > ceiling)
+    bandwidth_for(flow, ctx).filter(|&(b, src)| src == "operator" || b > ceiling.on_idle_path())
 }
 
-/// The throughput ceiling a limit of `limit` bytes (a buffer, a window) puts on a flow that saw
-/// an RTT of `rtt_s` and delivered `goodput` bytes/s: `limit / rtt_s`, raised to `goodput /`
-/// [`CEILING_OVERSHOOT`] when the flow beat it by more than a bound flow can (its RTT estimate
-/// was stale). The one formula R1, R2 and R4 share.
-pub fn ceiling(limit: f64, rtt_s: f64, goodput: f64) -> f64 {
-    (limit / rtt_s).max(goodput / CEILING_OVERSHOOT)
+/// What a limit (a buffer or a window: bytes a flow can carry per round trip) allows a flow
+/// that carried `goodput` over the interval: the one judgement R1, R2 and R4 share
+/// (doc/calibration.md#ceilings).
+///
+/// The ceiling is the limit over the RTT the flow saw (S̄, the mean of two smoothed-RTT
+/// samples). Those samples are two instants, each the average of the last few ACKs; a flow
+/// whose round trips vary (a loopback flow on a loaded host read 42 µs and 266 µs a second
+/// apart) can carry more than limit / S̄. Its numbers then contradict each other: the ceiling
+/// is uncertain, at least the goodput, and is stated so ([`Ceiling::bytes_per_sec`],
+/// [`Ceiling::share_text`], [`Ceiling::per_round_trip_text`]). When even the path's min RTT
+/// cannot explain the goodput, the limit read is not what held the flow and
+/// [`Ceiling::binds`] is false.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ceiling {
+    /// The limit's payload per round trip, bytes.
+    pub limit: f64,
+    /// The most the limit can let the flow carry in one round trip, bytes (a window: itself; a
+    /// send buffer: `tb` and the skb a writer may overshoot it by).
+    pub most: f64,
+    /// The RTT the flow saw over the interval (S̄), seconds.
+    pub rtt_seen_s: f64,
+    /// The path's min RTT (R), seconds.
+    pub min_rtt_s: f64,
+    /// What the flow carried over the interval, bytes/s.
+    pub goodput: f64,
+}
+
+impl Ceiling {
+    /// A limit of `limit` bytes per round trip (at most `most`) for a flow that saw
+    /// `rtt_seen_us` and carried `goodput`; `min_rtt_us` is the path's RTT.
+    pub fn new(limit: f64, most: f64, rtt_seen_us: u32, min_rtt_us: u32, goodput: f64) -> Self {
+        let s = |us: u32| f64::from(us.max(1)) / 1e6;
+        Ceiling {
+            limit,
+            most: most.max(limit),
+            rtt_seen_s: s(rtt_seen_us),
+            min_rtt_s: s(min_rtt_us.min(rtt_seen_us)),
+            goodput,
+        }
+    }
+
+    /// The limit over the RTT the flow saw, bytes/s: the ceiling, when the flow did not carry
+    /// more.
+    pub fn at_rtt_seen(&self) -> f64 {
+        self.limit / self.rtt_seen_s
+    }
+
+    /// The limit over the path's min RTT, bytes/s: what it allows without any queue. At or
+    /// above the bandwidth the limit is the BDP or more, and what holds the flow is the queue
+    /// that lengthens its round trips (another flow's, or on loopback the CPUs' run queue).
+    pub fn on_idle_path(&self) -> f64 {
+        self.limit / self.min_rtt_s
+    }
+
+    /// Limits carried per round trip seen (goodput × S̄ / limit); above 1 the ceiling is
+    /// uncertain.
+    pub fn limits_per_rtt_seen(&self) -> f64 {
+        self.goodput / self.at_rtt_seen()
+    }
+
+    /// True when the flow carried more than limit / S̄: its round trips were shorter than the
+    /// smoothed RTT sampled, or the limit was larger between the samples.
+    pub fn uncertain(&self) -> bool {
+        self.goodput > self.at_rtt_seen()
+    }
+
+    /// The ceiling a finding states, bytes/s: limit / S̄, or the goodput when the flow carried
+    /// more (the ceiling is at least what it carried). Never below the goodput.
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.at_rtt_seen().max(self.goodput)
+    }
+
+    /// Goodput over the stated ceiling: at most 1.
+    pub fn share(&self) -> f64 {
+        self.goodput / self.bytes_per_sec()
+    }
+
+    /// True when the limit holds the flow: it carried at least `match_share` of limit / S̄, no
+    /// more than the most the limit allows at the path's min RTT (else the limit read is not
+    /// what held it), and the limit matters on the path itself ([`Ceiling::on_idle_path`]
+    /// below the bandwidth, [`ceiling_matters`]).
+    pub fn binds(&self, match_share: f64, ctx: &Context) -> bool {
+        self.goodput >= match_share * self.at_rtt_seen()
+            && self.goodput <= self.most / self.min_rtt_s
+            && ceiling_matters(self.on_idle_path(), ctx)
+    }
+
+    /// "83% of what WHAT allows", or "as much as WHAT allows" when the ceiling is uncertain.
+    pub fn share_text(&self, what: &str) -> String {
+        if self.uncertain() {
+            format!("as much as {what} allows")
+        } else {
+            format!("{:.0}% of what {what} allows", 100.0 * self.share())
+        }
+    }
+
+    /// "LIMIT per round trip of RTT is a ceiling of C", or, when uncertain, why the ceiling is
+    /// only known to be at least the goodput.
+    pub fn per_round_trip_text(&self, limit: &str, rtt: &str) -> String {
+        if self.uncertain() {
+            format!(
+                "{limit} per round trip of {rtt} would allow only {}, less than it carried: its \
+                 round trips were shorter than that smoothed RTT, or the limit larger between \
+                 the samples, so the ceiling is uncertain, at least {}",
+                fmt::rate(self.at_rtt_seen()),
+                fmt::rate(self.goodput)
+            )
+        } else {
+            format!(
+                "{limit} per round trip of {rtt} is a ceiling of {}",
+                fmt::rate(self.bytes_per_sec())
+            )
+        }
+    }
+
+    /// The confidence line for an uncertain ceiling (`unit`: "window", "buffer").
+    pub fn uncertain_reason(&self, unit: &str) -> Option<String> {
+        self.uncertain().then(|| {
+            format!(
+                "more than one {unit} per smoothed RTT: the two srtt samples overstate the \
+                 round trips it made over the interval, so its ceiling is known only to be at \
+                 least its rate"
+            )
+        })
+    }
+
+    /// Puts the ceiling's evidence: `ceiling_bytes_per_sec`, `ceiling_match`,
+    /// `limits_per_rtt_seen`, `ceiling_uncertain`, `idle_path_ceiling_bytes_per_sec`.
+    pub fn evidence(&self, ev: &mut Evidence) {
+        ev.num("ceiling_bytes_per_sec", self.bytes_per_sec())
+            .num("ceiling_match", self.share())
+            .num("limits_per_rtt_seen", self.limits_per_rtt_seen())
+            .put("ceiling_uncertain", Some(Value::from(self.uncertain())))
+            .num("idle_path_ceiling_bytes_per_sec", self.on_idle_path());
+    }
 }
 
 /// True when a ceiling (bytes/s) actually matters: below the operator's bandwidth when given,
-/// else below [`UNKNOWN_BANDWIDTH_CEILING`].
+/// else below [`UNKNOWN_BANDWIDTH_CEILING`]. The rules ask it of what a limit allows at the
+/// path's min RTT ([`Ceiling::on_idle_path`]).
 pub fn ceiling_matters(ceiling: f64, ctx: &Context) -> bool {
     match ctx.bandwidth {
         Some(b) => ceiling < b,
@@ -1038,6 +1164,139 @@ mod tests {
             dt: 1.0,
         };
         assert_eq!(bandwidth_for(&f, &c), Some((1.0, "operator")));
+    }
+
+    /// The class of `diagnose_live::loopback_negative_cases`' failure: whatever the two srtt
+    /// samples, the min RTT and the goodput, no finding of a rule that states a ceiling (R1,
+    /// R2 and R2a, R4) puts it below the rate it measured or says a flow ran above 100% of it.
+    /// Flows on network paths and on loopback, with srtt samples from the min RTT to 8 × it in
+    /// either order, carrying 0.3-3 limits per min RTT.
+    #[test]
+    fn no_finding_states_a_ceiling_below_its_goodput() {
+        let mut cases = 0;
+        let mut seen = std::collections::HashSet::new();
+        for min in [3u32, 300, 20_000, 50_000] {
+            for (m0, m1) in [(1, 1), (1, 3), (3, 1), (8, 2), (2, 8), (5, 5)] {
+                for per_min_rtt in [0.3, 0.6, 0.9, 1.2, 2.0, 3.0] {
+                    for flows in limited_flows(min, min * m0, min * m1, per_min_rtt) {
+                        cases += 1;
+                        for ctx in [
+                            ctx(),
+                            Context {
+                                bandwidth: Some(1e10),
+                                ..ctx()
+                            },
+                        ] {
+                            for f in evaluate(
+                                &sample(vec![flows.0.clone()]),
+                                &sample(vec![flows.1.clone()]),
+                                &ctx,
+                            ) {
+                                let Some(c) = f.evidence.get("ceiling_bytes_per_sec") else {
+                                    continue;
+                                };
+                                let c = c.as_f64().unwrap();
+                                let g = ev(&f, "goodput_bytes_per_sec");
+                                assert!(c + 1.0 >= g, "ceiling {c} < goodput {g}: {f:#?}");
+                                assert!(ev(&f, "ceiling_match") <= 1.0, "{f:#?}");
+                                for pct in f.summary.split('%').rev().skip(1) {
+                                    let n: String = pct
+                                        .chars()
+                                        .rev()
+                                        .take_while(char::is_ascii_digit)
+                                        .collect();
+                                    let n: u32 =
+                                        n.chars().rev().collect::<String>().parse().unwrap_or(0);
+                                    assert!(n <= 100, "{}", f.summary);
+                                }
+                                let uncertain =
+                                    f.evidence.get("ceiling_uncertain") == Some(&Value::from(true));
+                                assert_eq!(
+                                    f.summary.contains("uncertain"),
+                                    uncertain,
+                                    "{}",
+                                    f.summary
+                                );
+                                seen.insert((f.rule, uncertain));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Not vacuous: every rule found some, with a certain and with an uncertain ceiling.
+        assert_eq!(cases, 576);
+        for rule in [
+            RuleId::ReceiveWindowLimited,
+            RuleId::WindowScalingMissing,
+            RuleId::SendBufferLimited,
+            RuleId::ReceiveBufferLocked,
+        ] {
+            for uncertain in [false, true] {
+                assert!(
+                    seen.contains(&(rule, uncertain)),
+                    "{rule:?} {uncertain}: {seen:?}"
+                );
+            }
+        }
+    }
+
+    /// One flow per ceiling rule, each bound by its limit (64 KiB-ish: an 8 KiB window, a
+    /// 65535-byte unscaled window, a 32 KiB send buffer, an 8 KiB receive window) with min RTT
+    /// `min`, srtt samples `s0` and `s1` µs, carrying `per_min_rtt` limits per min RTT.
+    fn limited_flows(min: u32, s0: u32, s1: u32, per_min_rtt: f64) -> Vec<(Socket, Socket)> {
+        let acked = |limit: f64| (per_min_rtt * limit / (f64::from(min) / 1e6)) as u64;
+        let window = |b: TcpBuilder, wnd: u32| {
+            let b = b
+                .min_rtt(min)
+                .cwnd(200)
+                .unacked(wnd.div_ceil(1448))
+                .snd_wnd(wnd);
+            (
+                b.clone().rtt(s0, s0 / 4).chrono(0, 0, 0).build(1),
+                b.rtt(s1, s1 / 4)
+                    .bytes_acked(acked(f64::from(wnd)))
+                    .chrono(1_000_000, 600_000, 0)
+                    .build(1),
+            )
+        };
+        let sndbuf = {
+            let b = TcpBuilder::new()
+                .sndbuf(65536)
+                .min_rtt(min)
+                .cwnd(200)
+                .unacked(10)
+                .snd_wnd(4_000_000)
+                .queued(60_000);
+            (
+                b.clone().rtt(s0, s0 / 4).chrono(0, 0, 0).build(1),
+                b.rtt(s1, s1 / 4)
+                    .bytes_acked(acked(65536.0))
+                    .chrono(1_000_000, 0, 400_000)
+                    .build(1),
+            )
+        };
+        let receiver = {
+            let b = TcpBuilder::new()
+                .with_wscale(10, 0)
+                .rcvbuf(16384, 0)
+                .rcv_wnd(8192)
+                .rcv_space(14480)
+                .min_rtt(min);
+            (
+                b.clone().rcv_rtt(s0).build(1),
+                b.rcv_rtt(s1).bytes_received(acked(8192.0)).build(1),
+            )
+        };
+        vec![
+            window(TcpBuilder::new().with_wscale(0, 10), 8192),
+            window(
+                TcpBuilder::new().options(opt::TIMESTAMPS | opt::SACK),
+                65535,
+            ),
+            sndbuf,
+            receiver,
+        ]
     }
 
     #[test]

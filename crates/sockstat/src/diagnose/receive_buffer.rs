@@ -132,10 +132,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     // idle path: behind a shared queue it fell to 0.38-0.49 of the goodput in the matrix).
     let r_us = flow.rcv_rtt_seen_us()?;
     let min_us = flow.min_rtt_us().unwrap_or(r_us);
-    let r = f64::from(r_us) / 1e6;
     let goodput = received as f64 / flow.dt;
-    let ceiling = ceiling(wnd as f64, r, goodput);
-    if goodput < RCV_CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
+    let c = Ceiling::new(wnd as f64, wnd as f64, r_us, min_us, goodput);
+    if !c.binds(RCV_CEILING_MATCH, ctx) {
         return None;
     }
     let mut why = vec![];
@@ -162,14 +161,16 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     }
     why.push(format!(
         "it received {:.2} windows per round trip of {} (its receive-side RTT)",
-        goodput * r / wnd as f64,
+        c.limits_per_rtt_seen(),
         fmt::duration_us(r_us)
     ));
-    let level = if exact == Some(true) || (shift_small && goodput >= CONFIDENT_MATCH * ceiling) {
-        Certainty::High
-    } else {
-        Certainty::Medium
-    };
+    why.extend(c.uncertain_reason("window"));
+    let level =
+        if exact == Some(true) || (shift_small && goodput >= CONFIDENT_MATCH * c.at_rtt_seen()) {
+            Certainty::High
+        } else {
+            Certainty::Medium
+        };
     let bdp = ctx.bandwidth.map(|b| b * f64::from(min_us) / 1e6);
     let advised = bdp.map(round_up_kib);
     let mut ev = Evidence::default();
@@ -180,10 +181,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("rcv_wnd_bytes", wnd)
         .int("rcv_wscale", rcv_wscale.map(u64::from))
         .int("expected_rcv_wscale", expected.map(u64::from))
-        .int("rcv_space_bytes", rcv_space)
-        .num("ceiling_bytes_per_sec", ceiling)
-        .num("goodput_bytes_per_sec", goodput)
-        .num("ceiling_match", goodput / ceiling)
+        .int("rcv_space_bytes", rcv_space);
+    c.evidence(&mut ev);
+    ev.num("goodput_bytes_per_sec", goodput)
         .text(
             "lock",
             match exact {
@@ -223,13 +223,13 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     Some(Finding {
         zone: None,
         rule: RuleId::ReceiveBufferLocked,
-        severity: cap_severity(ceiling, min_us, ctx),
+        severity: cap_severity(c.bytes_per_sec(), min_us, ctx),
         socket: Some(flow.socket_ref()),
         summary: format!(
-            "{conn}{who}: receiving at {}, {:.0}% of what its own receive buffer allows: rb = {} \
-             (SO_RCVBUF about {}){} keeps its window at {} per round trip of {}{}, a ceiling of {}",
+            "{conn}{who}: receiving at {}, {}: rb = {} (SO_RCVBUF about {}){} keeps its window \
+             at {}: {}",
             fmt::rate(goodput),
-            100.0 * goodput / ceiling,
+            c.share_text("its own receive buffer"),
             fmt::bytes(rb as f64),
             rb / 2,
             match (rcv_wscale, expected) {
@@ -238,16 +238,21 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
                 _ => String::new(),
             },
             fmt::bytes(wnd as f64),
-            fmt::duration_us(r_us),
-            if r_us > min_us + min_us / 5 {
-                format!(
-                    " (min RTT {}, the rest is queueing)",
-                    fmt::duration_us(min_us)
+            c.per_round_trip_text(
+                "that window",
+                &format!(
+                    "{}{}",
+                    fmt::duration_us(r_us),
+                    if r_us > min_us + min_us / 5 {
+                        format!(
+                            " (min RTT {}, the rest is queueing)",
+                            fmt::duration_us(min_us)
+                        )
+                    } else {
+                        String::new()
+                    }
                 )
-            } else {
-                String::new()
-            },
-            fmt::rate(ceiling),
+            ),
         ),
         evidence: ev,
         advice: format!(

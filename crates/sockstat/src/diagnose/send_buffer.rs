@@ -211,13 +211,20 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let (q0, q1) = flow.queued()?;
     let r_us = flow.rtt_seen_us()?;
     let min_us = flow.min_rtt_us().unwrap_or(r_us);
-    let r = f64::from(r_us) / 1e6;
     let goodput = flow.goodput()?;
-    let per_rtt = goodput * r;
+    let per_rtt = goodput * f64::from(r_us) / 1e6;
     let queue_max = q0.max(q1);
     let sndbuf_share = flow.sndbuf_share().unwrap_or(0.0);
     let cause = cause(flow, tb, input);
-    let ceiling = ceiling(SNDBUF_PAYLOAD * tb as f64, r, goodput);
+    // At most `tb` and the skb a writer may overshoot it by ([`ESCAPE_MARGIN`] is two) per
+    // round trip.
+    let c = Ceiling::new(
+        SNDBUF_PAYLOAD * tb as f64,
+        (tb + ESCAPE_MARGIN) as f64,
+        r_us,
+        min_us,
+        goodput,
+    );
     let mut why = vec![];
     let level = if escaped {
         // Only a buffer the application fixed escapes: autotuning would have grown it.
@@ -227,8 +234,10 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         // An escaped flow runs at its ceiling by construction (what it moves per round trip
         // is its limit), so the ceiling test is the rate itself: one of gigabytes per second,
         // a small buffer at loopback RTT, barely hurts (the seed's negative case; a loopback
-        // flow on a loaded CI machine escaped a 32 KiB buffer at 4.6 GB/s).
-        if !ceiling_matters(goodput, ctx) {
+        // flow on a loaded CI machine escaped a 32 KiB buffer at 4.6 GB/s). Nor does a buffer
+        // that carries the bandwidth at the path's min RTT: an escaped flow moves more than
+        // it, so a slow rate is the queue's (on a loaded host, the CPUs' run queue).
+        if !ceiling_matters(goodput, ctx) || !ceiling_matters(c.on_idle_path(), ctx) {
             return None;
         }
         why.push(format!(
@@ -249,7 +258,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         if !(queue_full || chrono) {
             return None;
         }
-        if goodput < CEILING_MATCH * ceiling || !ceiling_matters(ceiling, ctx) {
+        if !c.binds(CEILING_MATCH, ctx) {
             return None;
         }
         if chrono {
@@ -281,6 +290,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             },
             per_rtt / tb as f64
         ));
+        why.extend(c.uncertain_reason("buffer"));
         let cwnd_full = flow.cwnd_full_in_both(CWND_FULL);
         if cwnd_full {
             why.push(
@@ -289,7 +299,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
                     .into(),
             );
         }
-        if cwnd_full || goodput < CONFIDENT_MATCH * ceiling {
+        if cwnd_full || goodput < CONFIDENT_MATCH * c.at_rtt_seen() {
             Certainty::Medium
         } else {
             Certainty::High
@@ -305,7 +315,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let bw = if escaped {
         bandwidth_for(flow, ctx)
     } else {
-        bandwidth_beyond(flow, ctx, ceiling)
+        bandwidth_beyond(flow, ctx, &c)
     };
     let min_r = f64::from(min_us) / 1e6;
     let bdp = bw.map(|(b, _)| b * min_r);
@@ -324,8 +334,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .num("goodput_bytes_per_sec", goodput)
         .num("bytes_per_rtt", per_rtt);
     if !escaped {
-        ev.num("ceiling_bytes_per_sec", ceiling)
-            .num("ceiling_match", goodput / ceiling);
+        c.evidence(&mut ev);
     }
     ev.put("escaped_buffer", Some(Value::from(escaped)))
         .num("busy_share", busy)
@@ -379,12 +388,10 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         )
     } else {
         format!(
-            "{conn}{who}: sending at {}, {:.0}% of what its send buffer allows: tb = {} per round \
-             trip of {rtt_text} is a ceiling of {}{}",
+            "{conn}{who}: sending at {}, {}: {}{}",
             fmt::rate(goodput),
-            100.0 * goodput / ceiling,
-            fmt::bytes(tb as f64),
-            fmt::rate(ceiling),
+            c.share_text("its send buffer"),
+            c.per_round_trip_text(&format!("tb = {}", fmt::bytes(tb as f64)), &rtt_text),
             match bw {
                 Some((b, "operator")) => format!(" on a {} path", fmt::rate(b)),
                 _ => String::new(),
@@ -454,7 +461,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         severity: if escaped {
             Severity::Warning
         } else {
-            cap_severity(ceiling, min_us, ctx)
+            cap_severity(c.bytes_per_sec(), min_us, ctx)
         },
         socket: Some(flow.socket_ref()),
         summary,
@@ -878,9 +885,14 @@ mod tests {
             .build(7);
         let all = run(vec![s0.clone()], vec![s1.clone()], &ctx());
         assert!(only(all, RuleId::SendBufferLimited).is_empty());
-        // With the operator's bandwidth above that rate, the buffer is the finding again.
+        // Nor on a 10 GB/s path: 32 KiB is more than its BDP at the 1 µs min RTT (10 kB), so
+        // what held the flow was the queueing that stretched its round trips to 76 µs.
         let mut fast = ctx();
         fast.bandwidth = Some(10e9);
+        let all = run(vec![s0.clone()], vec![s1.clone()], &fast);
+        assert!(only(all, RuleId::SendBufferLimited).is_empty());
+        // Only a path faster than the buffer per min RTT (32.8 GB/s) makes it the finding.
+        fast.bandwidth = Some(40e9);
         let all = run(vec![s0], vec![s1], &fast);
         let f = only(all.clone(), RuleId::SendBufferLimited);
         assert_eq!(f.len(), 1, "{all:#?}");
