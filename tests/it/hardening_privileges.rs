@@ -233,7 +233,7 @@ fn hidepid_is_one_warning_not_a_lie() {
         // File capabilities (CAP_SYS_PTRACE) see through hidepid too: no warning. A copy with
         // file capabilities refuses --proc-root (SECURITY.md, "the boundary"): the fresh proc
         // is mounted on /proc itself, in the command's private mount namespace.
-        let plain = ["-l", "-p", ports.as_str()];
+        let plain = s.selection(None);
         let r = run(under_hidepid(
             sockstat(&plain)
                 .program(s.bin_with_file_caps())
