@@ -148,8 +148,9 @@ pub struct FilterArgs {
     /// Only sockets whose remote address is ADDR or in ADDR/LEN.
     #[arg(long, value_name = "ADDR[/LEN]", value_parser = parse_prefix, help_heading = "Filters")]
     pub dst: Option<ipnet::IpNet>,
-    /// Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix
-    /// (comma-separated). Default: all the kernel has except packet.
+    /// Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix,
+    /// netlink (comma-separated). Default: all the kernel has except packet and netlink, and the
+    /// sockets no table lists.
     #[arg(short = 'P', value_name = "PROTOS", value_parser = protos, help_heading = "Filters")]
     pub protos: Option<List<Proto>>,
     /// Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT

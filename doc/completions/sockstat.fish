@@ -27,7 +27,7 @@ end
 complete -c sockstat -n "__fish_sockstat_needs_command" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
@@ -105,7 +105,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -s Z -d 'Eve
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
@@ -149,7 +149,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand drops" -s h -l help -d
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
@@ -176,7 +176,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s h -l help -
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
@@ -235,7 +235,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand serve" -s h -l help -d
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix (comma-separated). Default: all the kernel has except packet' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r

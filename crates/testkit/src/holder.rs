@@ -310,6 +310,43 @@ impl Holder {
                 );
                 item.socks.push(describe("socket", fd));
             }
+            "icmp4-unbound" | "icmp6-unbound" => {
+                // What `ping` run as a user holds before it sends: in no kernel table.
+                let (domain, proto) = if kind.starts_with("icmp6") {
+                    (libc::AF_INET6, libc::IPPROTO_ICMPV6)
+                } else {
+                    (libc::AF_INET, libc::IPPROTO_ICMP)
+                };
+                let fd = check(
+                    unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, proto) },
+                    "socket(IPPROTO_ICMP)",
+                );
+                item.socks.push(describe("socket", fd));
+            }
+            "netlink" => {
+                let proto: i32 = rest_s
+                    .parse()
+                    .unwrap_or_else(|_| fail(format!("{spec}: want a netlink protocol number")));
+                let fd = check(
+                    unsafe {
+                        libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto)
+                    },
+                    "socket(AF_NETLINK)",
+                );
+                let mut nl: libc::sockaddr_nl = unsafe { zeroed() };
+                nl.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+                check(
+                    unsafe {
+                        libc::bind(
+                            fd,
+                            (&nl as *const libc::sockaddr_nl).cast(),
+                            size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+                        )
+                    },
+                    "bind(AF_NETLINK)",
+                );
+                item.socks.push(describe("socket", fd));
+            }
             "udp4-unbound" | "udp6-unbound" => {
                 let domain = if kind.starts_with("udp6") {
                     libc::AF_INET6
@@ -655,6 +692,13 @@ fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 
 fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Addr> {
     match i32::from(ss.ss_family) {
+        libc::AF_NETLINK => {
+            let nl = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_nl>() };
+            Some(Addr {
+                port_id: Some(nl.nl_pid),
+                ..Addr::default()
+            })
+        }
         libc::AF_INET => {
             let sin =
                 unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
@@ -662,7 +706,7 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Ad
             Some(Addr {
                 address: Some(ip.to_string()),
                 port: Some(u16::from_be(sin.sin_port)),
-                path: None,
+                ..Addr::default()
             })
         }
         libc::AF_INET6 => {
@@ -672,7 +716,7 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Ad
             Some(Addr {
                 address: Some(ip.to_string()),
                 port: Some(u16::from_be(sin6.sin6_port)),
-                path: None,
+                ..Addr::default()
             })
         }
         libc::AF_UNIX => {
@@ -690,9 +734,8 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Ad
                 }
             };
             Some(Addr {
-                address: None,
-                port: None,
                 path,
+                ..Addr::default()
             })
         }
         _ => None,
