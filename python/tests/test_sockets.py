@@ -323,7 +323,7 @@ print(json.dumps(out))
 
 
 def test_a_partial_listener_is_partial_under_every_filter_as_in_the_command(
-    sockstat_bin, closing
+    sockstat_bin, closing, fork_holder
 ):
     """Issue 31: a listener this (root) process made and shares with a child running as nobody
     is `partial` to nobody (the child is seen, this process is not), under --pid, -p and the
@@ -335,27 +335,9 @@ def test_a_partial_listener_is_partial_under_every_filter_as_in_the_command(
     lst.bind(("127.0.0.1", 0))
     lst.listen()
     port = lst.getsockname()[1]
-    r, w = os.pipe()
-    child = os.fork()
-    if child == 0:  # keeps the listener as nobody, an ordinary (dumpable) process of that user
-        try:
-            import ctypes
-
-            os.close(r)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
-            os.write(w, b"x")
-            while True:
-                time.sleep(60)
-        finally:
-            os._exit(0)
-    os.close(w)
+    child = fork_holder(uid=65534).pid  # keeps the listener as nobody
     closing_dirs: list = []
     try:
-        assert os.read(r, 1) == b"x"
-        os.close(r)
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         out = subprocess.run(
             [*nobody, sys.executable, "-c", PARTIAL, str(child), str(port)],
@@ -389,8 +371,6 @@ def test_a_partial_listener_is_partial_under_every_filter_as_in_the_command(
             [hw] = [w for w in doc["warnings"] if w["code"] == "owners-hidden"]
             assert hw["count"] == got[name]["hidden_count"], (name, doc["warnings"], got)
     finally:
-        os.kill(child, 9)
-        os.waitpid(child, 0)
         for d in closing_dirs:
             shutil.rmtree(d, ignore_errors=True)
 

@@ -36,6 +36,12 @@ fn as_nobody(bin: &str, prefix: &[&str], args: &[&str]) -> Cmd {
     sockstat(args).program(bin).prefix(prefix)
 }
 
+/// A command name unique to this test run, within the 15 bytes `comm` keeps.
+fn unique_comm(tag: &str) -> String {
+    let c = unique(tag).replace('-', "");
+    c[c.len().saturating_sub(15)..].to_string()
+}
+
 fn codes(v: &Value) -> Vec<String> {
     warnings(v)
         .iter()
@@ -67,8 +73,8 @@ fn assert_hidden_count_is_of_the_shown(v: &Value, what: &str) {
 fn warnings_count_only_the_sockets_shown() {
     require_root!("warnings_count_only_the_sockets_shown (setpriv)");
     let (_d, bin, p) = nobody();
-    let comm = unique("hid").replace('-', "");
-    let comm = &comm[comm.len().saturating_sub(15)..];
+    let comm = unique_comm("hid");
+    let comm = comm.as_str();
     let spec = format!("comm:{comm}");
     let dir = tempdir();
     let root = Holder::spawn(&[
@@ -144,8 +150,8 @@ fn warnings_count_only_the_sockets_shown() {
 fn a_partial_socket_keeps_its_status_under_every_filter() {
     require_root!("a_partial_socket_keeps_its_status_under_every_filter (setpriv)");
     let (_d, bin, p) = nobody();
-    let comm = unique("part").replace('-', "");
-    let comm = &comm[comm.len().saturating_sub(15)..];
+    let comm = unique_comm("part");
+    let comm = comm.as_str();
     let h = Holder::spawn(&[
         format!("comm:{comm}").as_str(),
         "tcp4-listen:127.0.0.1:0",
@@ -293,11 +299,7 @@ fn source_proc_says_which_columns_it_lacks() {
 /// /proc/net/icmp6, not in `ss`), a netlink route socket, and a UDP socket never bound.
 fn unlisted_holder() -> (Netns, Holder) {
     let ns = Netns::new();
-    let out = ns.exec(
-        "sysctl",
-        &["-q", "-w", "net.ipv4.ping_group_range=0 2147483647"],
-    );
-    assert_eq!(out.code, Some(0), "{out:#?}");
+    ns.allow_ping();
     let h = Holder::spawn_in(&ns, &["icmp6-unbound", "netlink:0", "udp4-unbound"]);
     (ns, h)
 }

@@ -165,13 +165,20 @@ pub(super) fn sockets(
     known.extend_from_slice(left_out);
     known.sort_unstable();
     known.dedup();
-    let holders = index.holders();
-    let mut missing: Vec<u64> = holders
-        .iter()
-        .map(|h| h.inode)
-        .filter(|i| known.binary_search(i).is_err())
-        .collect();
-    missing.dedup();
+    // Both sorted: one pass over each.
+    let mut missing: Vec<u64> = Vec::new();
+    let mut k = 0;
+    for h in index.holders() {
+        if missing.last() == Some(&h.inode) {
+            continue;
+        }
+        while known.get(k).is_some_and(|&x| x < h.inode) {
+            k += 1;
+        }
+        if known.get(k) != Some(&h.inode) {
+            missing.push(h.inode);
+        }
+    }
     if missing.is_empty() {
         return Vec::new();
     }
