@@ -219,6 +219,27 @@ fn a_partial_socket_keeps_its_status_under_every_filter() {
             .collect();
         assert_eq!(pids, [pid.clone(), String::new()], "{f:?}: {}", out.stdout);
     }
+
+    // As root the same socket has one status too, under every filter, whatever it is (known
+    // where root reads every process; where even root cannot read one that runs as root, the
+    // root parent's fd still shows the creator in view: --pid of the child alone must find it).
+    let status = |f: &[&str]| -> String {
+        let v = sockstat(&[&["--json"][..], f].concat()).ok().json();
+        let s = by_id(&v)
+            .get(&l.inode())
+            .copied()
+            .map(|s| s["owners_status"].clone());
+        s.unwrap_or_else(|| panic!("{f:?}: not listed: {v:#}"))
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let child = h.child_pid().to_string();
+    let all = status(&[]);
+    for f in &filters[1..] {
+        assert_eq!(status(f), all, "{f:?}");
+    }
+    assert_eq!(status(&["--pid", &child]), all, "--pid of the root child");
 }
 
 /// `--source proc` reads `/proc/net` text, which has no unix uids, peers or queues, no cookies,
@@ -422,4 +443,53 @@ fn sockets_no_table_lists_are_listed_with_their_holder() {
             .json();
         assert_eq!(ids(&v), BTreeSet::from([nl.inode()]), "{extra:?}: {v:#}");
     }
+}
+
+/// With `-T`, TIME-WAIT entries are left out and a warning counts them: the entries the other
+/// filters would have shown, none when they would have shown none (an entry has no holder, no
+/// uid, no listening role).
+#[test]
+fn the_time_wait_count_is_of_what_the_filters_would_show() {
+    require_root!("the_time_wait_count_is_of_what_the_filters_would_show (network namespace)");
+    let ns = Netns::new();
+    let h = Holder::spawn_in(
+        &ns,
+        &[
+            "timewait:127.0.0.1",
+            "timewait:127.0.0.1",
+            "tcp4-listen:127.0.0.1:0",
+        ],
+    );
+    let tw = h.item(0).role("timewait");
+    let tw_count = |args: &[&str]| -> Option<u64> {
+        let v = sockstat(&[&["-T", "--json"][..], args].concat())
+            .netns(&ns)
+            .ok()
+            .json();
+        assert!(
+            sockets(&v).iter().all(|s| s["state"] != "TIME_WAIT"),
+            "{v:#}"
+        );
+        warning(&v, "time-wait-hidden").map(|w| w["count"].as_u64().unwrap())
+    };
+    let pid = h.pid().to_string();
+    let port = tw.port().to_string();
+    assert_eq!(tw_count(&[]), Some(2));
+    assert_eq!(tw_count(&["-4"]), Some(2), "both are IPv4");
+    assert_eq!(tw_count(&["-p", &port]), Some(1), "one is on that port");
+    assert_eq!(tw_count(&["-6"]), None);
+    assert_eq!(tw_count(&["-l"]), None);
+    assert_eq!(tw_count(&["-u"]), None);
+    assert_eq!(tw_count(&["--pid", &pid]), None);
+    assert_eq!(tw_count(&["--user", "root"]), None);
+    // What --time-wait adds is what the warning counted.
+    let v = sockstat(&["-T", "--json", "--time-wait", "-p", &port])
+        .netns(&ns)
+        .ok()
+        .json();
+    let shown = sockets(&v)
+        .iter()
+        .filter(|s| s["state"] == "TIME_WAIT")
+        .count();
+    assert_eq!(shown, 1, "{v:#}");
 }

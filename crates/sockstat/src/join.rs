@@ -191,6 +191,22 @@ pub fn join(
     });
 }
 
+/// [`join`] again for the sockets it left `partial`, once `index` holds more of their holders
+/// (a scan of more processes than the first): their creator may be among them.
+pub fn rejoin_partial(
+    sockets: &mut [Socket],
+    index: &OwnerIndex,
+    unseen: &Unseen,
+    processes: &std::collections::HashMap<u32, crate::model::Process>,
+) {
+    for s in sockets
+        .iter_mut()
+        .filter(|s| s.owners_status == OwnersStatus::Partial)
+    {
+        join_part(std::slice::from_mut(s), index, unseen, processes);
+    }
+}
+
 fn join_part(
     sockets: &mut [Socket],
     index: &OwnerIndex,

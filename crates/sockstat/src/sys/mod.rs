@@ -279,9 +279,17 @@ pub(crate) fn collect_in(
                     unlisted::sockets(q, &owner_index, &sockets, &left_out, &snap.zones)
                 });
                 if !found.is_empty() {
-                    sockets.extend(found);
-                    if q.sorted && plan != OwnerPlan::Candidates {
-                        sort_sockets(&mut sockets, &snap.zones);
+                    let sort_now = q.sorted && plan != OwnerPlan::Candidates;
+                    if sort_now && snap.zones.is_empty() {
+                        // Kind other sorts last (`Proto::Other`): after the others, in order.
+                        let mut found = found;
+                        sort_sockets(&mut found, &snap.zones);
+                        sockets.extend(found);
+                    } else {
+                        sockets.extend(found);
+                        if sort_now {
+                            sort_sockets(&mut sockets, &snap.zones);
+                        }
                     }
                 }
             }
@@ -289,7 +297,7 @@ pub(crate) fn collect_in(
             join::join(&mut sockets, &owner_index, &seen, &processes);
             if plan == OwnerPlan::Candidates {
                 // Only the selected processes were read: complete the holders the listing's
-                // statuses and unix peers depend on, then join again with them.
+                // statuses and unix peers depend on, and decide the partial ones again.
                 if let Some(more) = beyond_candidates(q, &sockets, &processes) {
                     let mut holders = owner_index.holders().to_vec();
                     holders.extend_from_slice(more.index.holders());
@@ -297,7 +305,7 @@ pub(crate) fn collect_in(
                     for (pid, p) in more.processes {
                         processes.entry(pid).or_insert(p);
                     }
-                    join::join(&mut sockets, &owner_index, &seen, &processes);
+                    join::rejoin_partial(&mut sockets, &owner_index, &seen, &processes);
                 }
             }
             snap.processes = processes;

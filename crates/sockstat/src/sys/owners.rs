@@ -89,12 +89,12 @@ pub fn scan(
     scan_in(proc_root, query, threads, wanted, false)
 }
 
-/// The scan for `--pid` and `--command` ([`super::OwnerPlan::Candidates`]): every socket fd of
+/// The scan for `--pid` and `--command` (`OwnerPlan::Candidates`): every socket fd of
 /// the processes they select, and of every other process only whether its fd table can be
 /// read (`unreadable`, `failed`), as a full scan would have found: the evidence a socket's
 /// owner status is decided from must not depend on which processes the filter read. That
-/// costs one `openat` of `/proc/PID/fd`, one small `getdents64` and one `readlinkat` per
-/// other process (the link read is where the kernel's ptrace check falls, for root too).
+/// costs one `readlinkat` of `/proc/PID/fd/0` per other process (`Worker::probe`: the link is
+/// where the kernel's permission and ptrace checks fall, for root too).
 /// Where a BPF scan may run (`query.owner_scan`), the processes `/proc` could not read are
 /// given to the iterator, as the full listing's scan would have read them through it.
 pub fn scan_candidates(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, SysError> {
@@ -552,6 +552,15 @@ impl<'a> Worker<'a> {
 
     fn visit(&mut self, pid: u32) {
         self.visited += 1;
+        if self.census
+            && self
+                .query
+                .pids
+                .as_ref()
+                .is_some_and(|p| p.binary_search(&pid).is_err())
+        {
+            return self.probe(pid);
+        }
         let name = itoa_pid(pid);
         let pdir = match open_dir_at(self.proc_fd, name.as_c_str()) {
             Ok(fd) => fd,
@@ -582,18 +591,10 @@ impl<'a> Worker<'a> {
         // other users' processes must still be seen as owned (not fall back to its kernel uid).
         let prefilter = self.query.pids.is_some() || self.query.command.is_some();
         if prefilter {
-            if self
-                .query
-                .pids
-                .as_ref()
-                .is_some_and(|p| p.binary_search(&pid).is_err())
-            {
-                return self.probe(pid, &pdir);
-            }
             // Read what the filters need before paying for the fd walk.
             read_identity(&pdir, &mut process);
             if !self.query.may_match_process(&process) {
-                return self.probe(pid, &pdir);
+                return self.probe(pid);
             }
         }
         let Some(fd_dir) = self.open_fds(pid, &pdir) else {
@@ -656,33 +657,70 @@ impl Worker<'_> {
     }
 
     /// With a census, records whether a process the filters do not select could have been read:
-    /// its fd table opened, and its first fd link read (the kernel checks ptrace access there,
-    /// not at the open: root meets the check of a security module or a user namespace only
-    /// then). A process with no fd holds no socket.
-    fn probe(&mut self, pid: u32, pdir: &OwnedFd) {
+    /// one link of its fd table read, where the kernel checks both the table's permission and
+    /// ptrace access (root meets the check of a security module or a user namespace only at
+    /// the link). `PID/fd/0` first, one system call; a process without fd 0 has its table
+    /// listed for the first fd it has (a small read: `/proc` builds an entry for every fd it
+    /// lists). A process with no fd holds no socket.
+    fn probe(&mut self, pid: u32) {
         if !self.census {
             return;
         }
-        let Some(fd_dir) = self.open_fds(pid, pdir) else {
-            return;
-        };
-        let mut buf = [MaybeUninit::<u8>::uninit(); 512];
-        let mut dir = RawDir::new(&fd_dir, &mut buf);
         let mut link = [0u8; LINK_BUF];
+        let fd0 = std::ffi::CString::new(format!("{pid}/fd/0")).unwrap_or_default();
+        let denied = match rustix::fs::readlinkat_raw(self.proc_fd, fd0.as_c_str(), &mut link[..]) {
+            Ok(_) => return,
+            Err(Errno::ACCESS | Errno::PERM) => None,
+            Err(Errno::NOENT) => match self.first_fd_link(pid, &mut link) {
+                Some(e) => Some(e),
+                None => return,
+            },
+            Err(Errno::SRCH) => return,
+            Err(e) => Some(e),
+        };
+        let name = itoa_pid(pid);
+        let uid = rustix::fs::statat(self.proc_fd, name.as_c_str(), rustix::fs::AtFlags::empty())
+            .ok()
+            .map(|st| st.st_uid);
+        match denied {
+            None | Some(Errno::ACCESS | Errno::PERM) => {
+                // A kernel thread holds no files: not a process that could hide a socket.
+                let kthread = open_dir_at(self.proc_fd, name.as_c_str())
+                    .is_ok_and(|pdir| is_kernel_thread(&pdir));
+                if !kthread {
+                    self.unreadable.push((pid, uid));
+                }
+            }
+            Some(e) => self.failed.push((pid, uid, e)),
+        }
+    }
+
+    /// For a process without fd 0: reads the link of the first fd its table lists. `None` when
+    /// it could be read (or the process is gone, or has no fd); else the error, `EACCES` for
+    /// privileges.
+    fn first_fd_link(&mut self, pid: u32, link: &mut [u8]) -> Option<Errno> {
+        let name = itoa_pid(pid);
+        let pdir = open_dir_at(self.proc_fd, name.as_c_str()).ok()?;
+        let fd_dir = match open_dir_at(&pdir, c"fd") {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::SRCH) => return None,
+            Err(e) => return Some(e),
+        };
+        let mut buf = [MaybeUninit::<u8>::uninit(); 128];
+        let mut dir = RawDir::new(&fd_dir, &mut buf);
         while let Some(entry) = dir.next() {
             let result = match entry {
                 Ok(e) if proc_pid::decimal(e.file_name().to_bytes()).is_none() => continue,
-                Ok(e) => rustix::fs::readlinkat_raw(fd_dir.as_fd(), e.file_name(), &mut link[..])
+                Ok(e) => rustix::fs::readlinkat_raw(fd_dir.as_fd(), e.file_name(), &mut *link)
                     .map(|_| ()),
                 Err(e) => Err(e),
             };
-            match result {
-                Ok(()) | Err(Errno::NOENT | Errno::SRCH) => {}
-                Err(Errno::ACCESS | Errno::PERM) => self.unreadable.push((pid, uid_of(pdir))),
-                Err(e) => self.failed.push((pid, uid_of(pdir), e)),
-            }
-            return;
+            return match result {
+                Ok(()) | Err(Errno::NOENT | Errno::SRCH) => None,
+                Err(e) => Some(e),
+            };
         }
+        None
     }
 }
 

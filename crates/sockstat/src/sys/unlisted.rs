@@ -161,24 +161,25 @@ pub(super) fn sockets(
     left_out: &[u64],
     zones: &BTreeMap<u64, crate::zone::Zone>,
 ) -> Vec<Socket> {
-    let mut known: Vec<u64> = listed.iter().filter_map(|s| s.id).collect();
-    known.extend_from_slice(left_out);
-    known.sort_unstable();
-    known.dedup();
-    // Both sorted: one pass over each.
-    let mut missing: Vec<u64> = Vec::new();
-    let mut k = 0;
-    for h in index.holders() {
-        if missing.last() == Some(&h.inode) {
-            continue;
-        }
-        while known.get(k).is_some_and(|&x| x < h.inode) {
-            k += 1;
-        }
-        if known.get(k) != Some(&h.inode) {
-            missing.push(h.inode);
+    // The inodes held (sorted, from the index), each marked once a table is found to list it:
+    // a pass over the sockets with a search in the held ones, which under `--pid` are few.
+    let mut held: Vec<u64> = index.holders().iter().map(|h| h.inode).collect();
+    held.dedup();
+    let mut listed_too = vec![false; held.len()];
+    for id in listed
+        .iter()
+        .filter_map(|s| s.id)
+        .chain(left_out.iter().copied())
+    {
+        if let Ok(i) = held.binary_search(&id) {
+            listed_too[i] = true;
         }
     }
+    let missing: Vec<u64> = held
+        .into_iter()
+        .zip(listed_too)
+        .filter_map(|(inode, listed)| (!listed).then_some(inode))
+        .collect();
     if missing.is_empty() {
         return Vec::new();
     }
