@@ -305,8 +305,9 @@ impl Narrow for EndpointArgs {
 /// `-P`: protocols.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProtoArgs {
-    /// Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix
-    /// (comma-separated). Default: all the kernel has except packet.
+    /// Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix,
+    /// netlink (comma-separated). Default: all the kernel has except packet and netlink, and the
+    /// sockets no table lists.
     #[arg(short = 'P', value_name = "PROTOS", value_parser = protos, help_heading = "Filters")]
     pub protos: Option<List<Proto>>,
 }

@@ -245,9 +245,9 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
             ("USER", "The user the holding process runs as; for a socket no process holds, the socket's own uid as the kernel reports it (TIME_WAIT sockets have none)."),
             ("COMMAND", "The holder's command name (/proc/PID/comm), with control and bidirectional characters escaped (\\x1b, \\u{202e}, \\\\ for a backslash)."),
             ("PID, FD", "The holding process and its file descriptor number."),
-            ("PROTO", "tcp4, tcp6, udp4, udp6, udplite4, raw4, mptcp4, ... for Internet sockets; stream, dgram, seqpac for unix sockets; packet, pkt_dg for AF_PACKET."),
-            ("LOCAL ADDRESS", "address:port, IPv6 in brackets ([::1]:25), * for the unspecified address or port; a unix socket's path, @name for an abstract name, * when unnamed."),
-            ("FOREIGN ADDRESS", "The remote end; *:* when there is none. For a connected unix socket: the peer's path when it is bound, else [pid fd] of the peer's holder, else [inode N]."),
+            ("PROTO", "tcp4, tcp6, udp4, udp6, udplite4, raw4, mptcp4, ... for Internet sockets; stream, dgram, seqpac for unix sockets; packet, pkt_dg for AF_PACKET; netlink for AF_NETLINK (-P netlink). A socket a process holds that no table lists (a ping socket never bound, a UDP socket never bound, a vsock) shows the kernel's name of its protocol, PINGv6, UDP, AF_VSOCK (JSON proto \"other\")."),
+            ("LOCAL ADDRESS", "address:port, IPv6 in brackets ([::1]:25), * for the unspecified address or port; a unix socket's path, @name for an abstract name, * when unnamed; a netlink socket's protocol and port id, route:4021 (route:kernel for the kernel's own); ? for a socket no table lists."),
+            ("FOREIGN ADDRESS", "The remote end; *:* when there is none. For a connected unix socket: the peer's path when it is bound, else [pid fd] of the peer's holder, else [inode N]. ? for a socket no table lists."),
             ("CGROUP (--cgroup)", "The cgroup-v2 path of the cgroup the socket was created in (its service or container), from the kernel's socket cgroup id: ? when no cgroup2 hierarchy names it, - for sockets without one (unix, TIME_WAIT)."),
             ("STATE (-s)", "The kernel state: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING, and UNCONN for unconnected datagram and unix sockets."),
             ("ID (-i)", "The socket inode (the N of socket:[N] in /proc/PID/fd); - for TIME_WAIT and request sockets."),
@@ -266,17 +266,23 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
         &mut r,
         "WHAT ? MEANS",
         &["A ? in COMMAND, PID and FD means no holder is known. Either no process holds the socket \
-           (TIME_WAIT, orphaned and kernel sockets; JSON owners_status \"none\"), or its holder is a \
-           process these privileges cannot inspect (owners_status \"hidden\"): then one warning on \
-           standard error says how many sockets are affected and how to see them (run as root, or \
-           give the binary CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH). A ? row after a socket's holders \
-           means the holders shown may not be all: a process these privileges cannot inspect runs \
-           as the socket's uid (owners_status \"partial\"; the same warning counts it, -v says \
-           which processes). Kernel threads are never counted. With --no-owners no process is \
-           looked at (owners_status \"not_requested\"). A socket only the kernel holds (a \
-           TIME_WAIT entry, a request socket, an orphan being closed) has no inode, so no process \
-           can hold it: its row shows - for USER, PID and FD and its state as COMMAND, \
-           (time-wait)."],
+           (orphaned sockets; JSON owners_status \"none\"), or a process these privileges cannot \
+           inspect runs as the socket's uid (the uid of the process that made it), or the socket's \
+           uid is not known and some process could not be inspected (owners_status \"hidden\"): \
+           then one warning on standard error counts those of the sockets listed and says how to \
+           see them (run as root, or give the binary CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH). A ? \
+           row after a socket's holders means the holders shown may not be all: none of them runs \
+           as the socket's uid, and a process that could not be inspected does (owners_status \
+           \"partial\"; the same warning counts it, -v says which processes). A socket's status is \
+           decided from every process, whatever the filters: --pid and --command read only the \
+           processes they select, but learn which others could not have been read. Warnings count \
+           the sockets listed, after every filter; when a filter selects processes that cannot be \
+           read, one warning says the sockets only they hold are not listed. Kernel threads are \
+           never counted. With --no-owners no process is looked at (owners_status \
+           \"not_requested\"). A socket only the kernel holds (a TIME_WAIT entry, a request socket, \
+           an orphan being closed) has no inode, so no process can hold it: its row shows - for \
+           USER, PID and FD and its state as COMMAND, (time-wait); the kernel's own netlink sockets \
+           show (kernel)."],
     );
     section(
         &mut r,
@@ -288,7 +294,9 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
              state, local and remote ({\"address\",\"port\"}; unix {\"path\"} or {} and remote {\"peer\",\"path\"}; \
              null when there is no remote end), recv_q and send_q (bytes; for LISTEN the accept queue and \
              the backlog), uid and user (the socket's kernel uid), owners_status (known, partial, none, \
-             hidden, not_requested) and owners (every pid, fd, command, uid, user; args with -a).",
+             hidden, not_requested) and owners (every pid, fd, command, uid, user; args with -a). A \
+             socket no table lists has proto \"other\", state \"UNKNOWN\" and kernel_protocol, the \
+             kernel's name of its protocol.",
             "Text from other processes is kept exact: a value that is not valid UTF-8 is printed with U+FFFD \
              in place of bad bytes and a sibling field (command_hex, path_hex, args_hex) holds the exact bytes \
              in hex. A value the kernel does not provide is absent or null, never 0. Fields may be added in \
@@ -303,8 +311,12 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
             "Sockets come from the kernel's sock_diag netlink interface, one dump per family and protocol, \
              with state, port and address filters applied in the kernel. Any family whose dump fails is read \
              from /proc/net text instead (raw sockets always are on kernels without the raw diag module); \
-             --source proc forces the text path. Owners come from one pass over /proc/PID/fd, run \
-             concurrently with the dumps.",
+             --source proc forces the text path; a column the text does not give (unix uids, peers and \
+             queues, cookies, listen backlogs, bound devices) is named in one warning each. Owners \
+             come from one pass over /proc/PID/fd, run concurrently with the dumps. A socket inode a \
+             process holds that no table lists is listed too, with the kernel's name of its \
+             protocol, read through /proc/PID/fd/N (the system.sockprotoname attribute, as lsof \
+             reads it) without touching the holder's file.",
             "sockstat only reads. It never stops, traces or signals the processes it inspects. \
              sockstat kill alone changes something: it closes the sockets it lists, once asked \
              (doc/kill.md in the source).",

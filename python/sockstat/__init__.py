@@ -277,7 +277,8 @@ def sockets(
 
     - ``families``: "inet", "inet6", "unix" or a list of them (-4 -6 -u); default all three.
     - ``protos``: "tcp", "udp", "udplite", "raw", "icmp", "sctp", "mptcp", "packet", "unix",
-      or a list or comma-separated string of them (-P); default every protocol but packet.
+      "netlink", or a list or comma-separated string of them (-P); default every protocol but
+      packet and netlink, and the sockets no table lists (proto "other").
     - ``connected`` (-c), ``listening`` (-l): sockets with a remote end, or waiting for peers.
     - ``no_loopback`` (-L): leave out inet sockets with a loopback end.
     - ``ports`` (-p): local or remote port: 22, "22,80,8000-8100" or [22, "8000-8100"].

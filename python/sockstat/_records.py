@@ -86,7 +86,8 @@ class Endpoint(Record):
 
     inet: ``address`` and ``port``; unix: ``path`` (``"@name"`` for an abstract name; no key
     when unnamed), and for ``remote`` the ``peer`` socket's id; packet: ``protocol`` and
-    ``ifindex``.
+    ``ifindex``; netlink: ``protocol`` and ``port_id`` (and ``group`` for a remote end); no key
+    for a socket of proto ``other`` (its addresses are not known).
     """
 
     __slots__ = ()
@@ -96,8 +97,11 @@ class Endpoint(Record):
         "path": "unix socket name: a path, or '@name' for an abstract name",
         "path_hex": "the name's exact bytes in hex, only when they are not UTF-8",
         "peer": "unix: the id (inode) of the socket at the other end",
-        "protocol": "packet: the ETH_P_* protocol number",
-        "protocol_name": "packet: the protocol's name (ALL, IP, ARP, ...), when known",
+        "protocol": "packet: the ETH_P_* protocol number; netlink: the NETLINK_* number",
+        "protocol_name": "packet: the protocol's name (ALL, IP, ARP, ...); netlink: "
+        "NETLINK_ROUTE, ...; when known",
+        "port_id": "netlink: the port id (0 for the kernel)",
+        "group": "netlink, remote end: the multicast group connect() named, when not 0",
         "ifindex": "packet: the interface index the socket is bound to (0 = any)",
         "interface": "packet: that interface's name, when known",
     }
@@ -201,20 +205,25 @@ class Socket(Record):
         "request sockets",
         "cookie": "the kernel's socket cookie as a decimal string, the identity to join "
         "samples on; None when read from /proc/net",
-        "proto": "tcp, udp, udplite, raw, icmp, icmp6, sctp, mptcp, unix or packet",
-        "family": "inet, inet6, unix or packet",
-        "type": "stream, dgram, seqpacket or raw",
+        "proto": "tcp, udp, udplite, raw, icmp, icmp6, sctp, mptcp, unix, packet, netlink, or "
+        "other: a socket a process holds that no table lists (see kernel_protocol)",
+        "family": "inet, inet6, unix, packet, netlink, or other (proto other, family not known)",
+        "type": "stream, dgram, seqpacket or raw; unknown (proto other, type not known)",
         "state": "kernel state: ESTABLISHED, LISTEN, TIME_WAIT, ...; UNCONN for unconnected "
-        "datagram and unix sockets",
+        "datagram, unix and netlink sockets; UNKNOWN for proto other",
         "local": "the local end (an Endpoint)",
         "remote": "the remote end (an Endpoint), or None when there is none",
         "recv_q": "bytes received and not read; for LISTEN, the accept queue length",
         "send_q": "bytes not yet acknowledged or sent; for LISTEN, the backlog",
         "uid": "the socket's uid as the kernel reports it (None for TIME_WAIT)",
         "user": "the user name of uid (None when unknown or with resolve_users=False)",
-        "owners_status": "known, none (no process holds it), hidden (not visible with these "
-        "privileges) or not_requested (owners=False)",
+        "owners_status": "known, none (no process holds it), partial (holders shown; a process "
+        "these privileges cannot read may hold it too), hidden (no holder visible; such a "
+        "process may hold it) or not_requested (owners=False); the same whatever the filters",
         "owners": "every Owner (pid, fd, command, uid, user) holding it, by pid then fd",
+        "kernel_protocol": "proto other: the kernel's name of its protocol (PINGv6, TCP, "
+        "AF_VSOCK), read through a holder's fd",
+        "kernel_protocol_hex": "its exact bytes in hex, only when they are not UTF-8",
         "zone": "with zone= or all_zones=True: the Zone it lives in",
         "cgroup": "with cgroup=True, inet sockets: the Cgroup that created it",
         "timer": "with tcp_info=True, inet sockets: the kernel's Timer",

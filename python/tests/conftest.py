@@ -85,15 +85,23 @@ class Holder:
 
 @pytest.fixture
 def fork_holder() -> Iterator[Callable[..., Holder]]:
-    """Forks a child holding every socket this process has open; killed at teardown."""
+    """Forks a child holding every socket this process has open; killed at teardown. With
+    ``uid``, the child runs as that user (and group), an ordinary process of it (dumpable)."""
     made: List[Holder] = []
 
-    def fork(*keep: socket.socket) -> Holder:
+    def fork(*keep: socket.socket, uid: Optional[int] = None) -> Holder:
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: keep the sockets, say so, wait to be killed
             try:
                 os.close(r)
+                if uid is not None:
+                    import ctypes
+
+                    os.setgroups([])
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE, which setuid cleared
                 os.write(w, b"x")
                 while True:
                     time.sleep(60)

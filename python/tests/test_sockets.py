@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import sys
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -338,6 +341,78 @@ def test_hidden_owners_warn_through_the_warnings_module(closing):
     assert got["owners"] == ["hidden"]
     assert ("SockstatWarning", "owners-hidden", 1) in [tuple(w) for w in got["warned"]]
     assert "owners-hidden" in got["attr"]
+
+
+PARTIAL = r"""
+import json, sys, sockstat
+pid, port = sys.argv[1], int(sys.argv[2])
+out = {}
+for name, kw in [("pid", {"pids": pid}), ("port", {"ports": port}), ("all", {})]:
+    found = sockstat.sockets(**kw)
+    mine = [s for s in found if s.proto == "tcp" and s.local.get("port") == port]
+    hidden = [w for w in found.warnings if w.code == "owners-hidden"]
+    doubtful = [s for s in found if s.owners_status in ("hidden", "partial")]
+    out[name] = {
+        "status": [s.owners_status for s in mine],
+        "owners": [[o.pid for o in s.owners] for s in mine],
+        "hidden_count": hidden[0].count if hidden else 0,
+        "doubtful": len(doubtful),
+    }
+print(json.dumps(out))
+"""
+
+
+def test_a_partial_listener_is_partial_under_every_filter_as_in_the_command(
+    sockstat_bin, closing, fork_holder
+):
+    """Issue 31: a listener this (root) process made and shares with a child running as nobody
+    is `partial` to nobody (the child is seen, this process is not), under --pid, -p and the
+    full listing alike, in Python as in the command; the owners-hidden warning counts the
+    hidden and partial sockets listed, no more."""
+    if not is_root():
+        skip_loudly("needs root to run a check as another user (setpriv)")
+    lst = closing(socket.socket())
+    lst.bind(("127.0.0.1", 0))
+    lst.listen()
+    port = lst.getsockname()[1]
+    child = fork_holder(uid=65534).pid  # keeps the listener as nobody
+    closing_dirs: list = []
+    try:
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        out = subprocess.run(
+            [*nobody, sys.executable, "-c", PARTIAL, str(child), str(port)],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        for name, g in got.items():
+            assert g["status"] == ["partial"], (name, g)
+            assert g["owners"] == [[child]], (name, g)
+            assert g["hidden_count"] == g["doubtful"], (name, g)
+        assert got["pid"]["hidden_count"] == 1, got
+        # The command, as nobody (a copy it may reach and execute: pytest's tmp_path is
+        # root's alone), says the same.
+        reachable = Path(tempfile.mkdtemp(prefix="sst"))
+        closing_dirs.append(reachable)
+        reachable.chmod(0o755)
+        binary = reachable / "sockstat"
+        binary.write_bytes(sockstat_bin.read_bytes())
+        binary.chmod(0o755)
+        for name, flags in [("pid", ["--pid", str(child)]), ("port", ["-p", str(port)])]:
+            cmd = subprocess.run(
+                [*nobody, str(binary), "--json", *flags],
+                capture_output=True, text=True, timeout=60,
+            )
+            assert cmd.returncode == 0, cmd.stderr
+            doc = json.loads(cmd.stdout)
+            [s] = [s for s in doc["sockets"] if s["local"].get("port") == port]
+            assert s["owners_status"] == "partial", (name, s)
+            [hw] = [w for w in doc["warnings"] if w["code"] == "owners-hidden"]
+            assert hw["count"] == got[name]["hidden_count"], (name, doc["warnings"], got)
+    finally:
+        for d in closing_dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def test_the_gil_is_released_while_gathering():

@@ -139,6 +139,11 @@ pub struct ServeArgs {
 struct OwnerCache {
     by_listener: HashMap<(Option<u64>, u64), Vec<Owner>>,
     processes: HashMap<u32, Process>,
+    /// What the last scan could not see: a listener's owner status is decided from it, as the
+    /// listing decides it (`sockstat::join`).
+    unseen: sockstat::join::Unseen,
+    /// The last scan failed as a whole.
+    scan_failed: bool,
     refreshed: Option<Instant>,
     scans: u64,
     /// How the scan reads fd tables: the BPF iterator when the capabilities kept allow it
@@ -159,16 +164,24 @@ impl OwnerCache {
         OwnerCache {
             by_listener: HashMap::new(),
             processes: HashMap::new(),
+            unseen: sockstat::join::Unseen::default(),
+            scan_failed: false,
             refreshed: None,
             scans: 0,
             scan,
         }
     }
 
-    /// Gives the listeners of every zone their holders: from the cache when every listener is
-    /// known to it and it is fresh, else from one full owner scan that refills it. Returns a
-    /// warning text when the scan failed, or could not use the BPF iterator.
-    fn fill(&mut self, zones: &mut [ZoneSample], proc_root: &std::path::Path) -> Option<String> {
+    /// Gives the listeners of every zone their holders and owner status: from the cache when
+    /// every listener is known to it and it is fresh, else from one full owner scan that refills
+    /// it. Returns what the metrics cannot show of them: the scan failed or could not use the
+    /// BPF iterator, or processes that could not be read may hold listeners (the listing's
+    /// `owners-hidden`, counted over the listeners, the sockets whose holders the metrics name).
+    fn fill(
+        &mut self,
+        zones: &mut [ZoneSample],
+        proc_root: &std::path::Path,
+    ) -> Vec<sockstat::Warning> {
         let listeners: Vec<(Option<u64>, u64)> = zones
             .iter()
             .flat_map(|z| {
@@ -180,7 +193,7 @@ impl OwnerCache {
             })
             .collect();
         let stale = self.refreshed.is_none_or(|t| t.elapsed() >= OWNER_REFRESH);
-        let mut warning = None;
+        let mut warnings = Vec::new();
         if stale || listeners.iter().any(|l| !self.by_listener.contains_key(l)) {
             self.scans += 1;
             self.refreshed = Some(Instant::now());
@@ -191,11 +204,17 @@ impl OwnerCache {
                 Ok(scan) => {
                     if let Some(why) = scan.bpf_unavailable {
                         // Say it once, and scan /proc from now on without trying again.
-                        warning = Some(format!(
-                            "the BPF owner scan cannot run here ({why}); scanning /proc instead"
+                        warnings.push(sockstat::Warning::new(
+                            sockstat::WarningCode::OwnerScanBpfUnavailable,
+                            format!(
+                                "the BPF owner scan cannot run here ({why}); scanning /proc \
+                                 instead"
+                            ),
                         ));
                         self.scan = OwnerScan::Proc;
                     }
+                    self.unseen = scan.unseen;
+                    self.scan_failed = false;
                     self.by_listener = listeners
                         .iter()
                         .map(|&(zone, id)| {
@@ -215,7 +234,11 @@ impl OwnerCache {
                     // Remember the listeners anyway: a failing scan is retried at the refresh.
                     self.by_listener = listeners.iter().map(|&l| (l, Vec::new())).collect();
                     self.processes.clear();
-                    warning = Some(e.to_string());
+                    self.scan_failed = true;
+                    warnings.push(sockstat::Warning::new(
+                        sockstat::WarningCode::OwnersUnavailable,
+                        format!("no process information for listeners: {e}"),
+                    ));
                 }
             }
         } else {
@@ -225,26 +248,41 @@ impl OwnerCache {
                 listeners.iter().copied().collect();
             self.by_listener.retain(|l, _| live.contains(l));
         }
+        let mut shown: Vec<sockstat::Socket> = Vec::new();
         for z in zones {
             let snap = &mut z.snapshot;
             for s in &mut snap.sockets {
                 let owners = listener_inode(s).and_then(|i| self.by_listener.get(&(z.key, i)));
                 if let Some(owners) = owners {
                     s.owners = owners.clone();
-                    s.owners_status = if owners.is_empty() {
-                        OwnersStatus::None
+                    s.owners_status = if self.failed() {
+                        OwnersStatus::Hidden
                     } else {
-                        OwnersStatus::Known
+                        sockstat::join::status_of(s, &self.unseen, &self.processes)
                     };
                     for o in owners {
                         if let Some(p) = self.processes.get(&o.pid) {
                             snap.processes.entry(o.pid).or_insert_with(|| p.clone());
                         }
                     }
+                    shown.push(s.clone());
                 }
             }
         }
-        warning
+        if !self.failed() {
+            warnings.extend(sockstat::join::warnings(
+                &shown,
+                &self.unseen,
+                rustix::process::geteuid().is_root(),
+            ));
+        }
+        warnings
+    }
+
+    /// Whether the last scan failed as a whole (its listeners then have no holder, and may
+    /// have any).
+    fn failed(&self) -> bool {
+        self.scan_failed
     }
 }
 
@@ -317,21 +355,18 @@ impl Collector {
             self.previous = t.join().ok();
         }
         let mut now = self.sampler.sample().context("listing sockets")?;
-        // What the collection could not read (counters, sysctls, zones it may not enter) leaves
-        // metrics out: say so in the log when it starts, not at every scrape.
-        let codes: Vec<sockstat::WarningCode> = now.warnings.iter().map(|w| w.code).collect();
+        let owner_warnings = self.owners.fill(&mut now.zones, &self.proc_root);
+        // What the collection could not read (counters, sysctls, zones it may not enter, the
+        // holders of listeners) leaves metrics out: say so in the log when it starts, not at
+        // every scrape.
+        let warnings: Vec<&sockstat::Warning> =
+            now.warnings.iter().chain(&owner_warnings).collect();
+        let codes: Vec<sockstat::WarningCode> = warnings.iter().map(|w| w.code).collect();
         if codes != self.logged {
-            for w in now
-                .warnings
-                .iter()
-                .filter(|w| !self.logged.contains(&w.code))
-            {
+            for w in warnings.iter().filter(|w| !self.logged.contains(&w.code)) {
                 eprintln!("sockstat: warning: {}", w.message);
             }
             self.logged = codes;
-        }
-        if let Some(w) = self.owners.fill(&mut now.zones, &self.proc_root) {
-            eprintln!("sockstat: warning: no process information for listeners: {w}");
         }
         let reports: Vec<sockstat::ports::PortsReport> = now
             .zones
@@ -763,7 +798,7 @@ mod tests {
         let proc_root = fixture_proc();
         let mut cache = OwnerCache::new(OwnerScan::Proc);
         let mut zones = vec![zone(None, vec![socket(3331811, State::Listen)])];
-        assert_eq!(cache.fill(&mut zones, &proc_root), None);
+        assert!(cache.fill(&mut zones, &proc_root).is_empty());
         assert_eq!(cache.scans, 1);
         let s = &zones[0].snapshot.sockets[0];
         assert_eq!(s.owners, vec![Owner { pid: 4242, fd: 11 }]);
@@ -803,6 +838,59 @@ mod tests {
         );
     }
 
+    /// Issue 31: a listener's status is the listing's (`sockstat::join`), from what the last
+    /// scan could not see: a root-made listener whose only visible holder runs as another user,
+    /// beside a root process the scan could not read, is partial; the warning the log gets
+    /// counts it among the listeners.
+    #[test]
+    fn a_listener_is_partial_to_the_exporter_as_to_the_listing() {
+        let mut cache = OwnerCache::new(OwnerScan::Proc);
+        cache.refreshed = Some(Instant::now());
+        cache
+            .by_listener
+            .insert((None, 7), vec![Owner { pid: 100, fd: 3 }]);
+        cache.processes.insert(
+            100,
+            Process {
+                pid: 100,
+                command: Some(sockstat::RawString::new(b"worker")),
+                uid: Some(65534),
+                args: None,
+            },
+        );
+        cache.unseen = sockstat::join::Unseen {
+            unreadable: vec![(1, Some(0))],
+            euid: 65534,
+            ..Default::default()
+        };
+        let mut zones = vec![zone(None, vec![socket(7, State::Listen)])];
+        let warnings = cache.fill(&mut zones, std::path::Path::new("/nonexistent"));
+        assert_eq!(cache.scans, 0, "served from the cache");
+        let s = &zones[0].snapshot.sockets[0];
+        assert_eq!(s.owners_status, OwnersStatus::Partial);
+        let hidden: Vec<_> = warnings
+            .iter()
+            .filter(|w| w.code == sockstat::WarningCode::OwnersHidden)
+            .collect();
+        assert_eq!(hidden.len(), 1, "{warnings:?}");
+        assert_eq!(hidden[0].count, Some(1));
+        // The same listener created by the worker's user: its creator is in view.
+        let mut zones = vec![zone(
+            None,
+            vec![sockstat::Socket {
+                uid: Some(65534),
+                ..socket(7, State::Listen)
+            }],
+        )];
+        assert!(cache
+            .fill(&mut zones, std::path::Path::new("/nonexistent"))
+            .is_empty());
+        assert_eq!(
+            zones[0].snapshot.sockets[0].owners_status,
+            OwnersStatus::Known
+        );
+    }
+
     #[test]
     fn one_scan_serves_every_zone_and_listeners_are_known_per_zone() {
         let proc_root = fixture_proc();
@@ -813,7 +901,7 @@ mod tests {
             zone(Some(1), vec![socket(3331811, State::Listen)]),
             zone(Some(2), vec![socket(3331812, State::Listen)]),
         ];
-        assert_eq!(cache.fill(&mut zones, &proc_root), None);
+        assert!(cache.fill(&mut zones, &proc_root).is_empty());
         assert_eq!(cache.scans, 1);
         assert_eq!(
             zones[1].snapshot.sockets[0].owners,

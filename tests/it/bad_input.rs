@@ -26,7 +26,7 @@ fn exact_messages() {
     assert_eq!(
         bad(&["-P", "igmp"]),
         "sockstat: invalid value 'igmp' for '-P <PROTOS>': unknown protocol 'igmp': choose from tcp, \
-         udp, udplite, raw, icmp, sctp, mptcp, packet, unix (see 'sockstat --help')"
+         udp, udplite, raw, icmp, sctp, mptcp, packet, unix, netlink (see 'sockstat --help')"
     );
     assert_eq!(
         bad(&["-P", "icmp6"]),

@@ -686,6 +686,16 @@ impl Netns {
         }
     }
 
+    /// Lets every group make ping sockets in the namespace (`net.ipv4.ping_group_range`, per
+    /// namespace; the default "1 0" lets none).
+    pub fn allow_ping(&self) {
+        let out = self.exec(
+            "sysctl",
+            &["-q", "-w", "net.ipv4.ping_group_range=0 2147483647"],
+        );
+        assert_eq!(out.code, Some(0), "{out:#?}");
+    }
+
     /// Runs a program inside the namespace.
     pub fn exec<S: AsRef<OsStr>>(&self, program: &str, args: &[S]) -> Out {
         Cmd {

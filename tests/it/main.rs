@@ -20,6 +20,7 @@ mod diagnose_support;
 mod ports_support;
 
 mod bad_input;
+mod completeness;
 mod counters;
 mod diagnose_cli;
 mod diagnose_live;

@@ -1,5 +1,6 @@
 //! Issue 3 item 5: the BPF `iter/task_file` owner scan reports exactly the owners the /proc scan
-//! reports, for the same sockets, in this pid namespace and in a nested one.
+//! reports, for the same sockets, in this pid namespace and in a nested one; and so the same
+//! sockets no table lists (issue 31).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -74,6 +75,9 @@ fn bpf_and_proc_scans_report_identical_owners() {
         "udp4:127.0.0.1:0".to_string(),
         format!("unix-conn:{d}/c.sock"),
         "unix-pairs:3".to_string(),
+        // In no table: listed from the scan (kind other), by both scans alike (issue 31).
+        "udp4-unbound".to_string(),
+        "udp6-unbound".to_string(),
         // The child shares every socket so far: two owners each.
         "fork".to_string(),
         "udp6:[::1]:0".to_string(),

@@ -11,11 +11,7 @@ use crate::common::*;
 /// group), with a holder of an IPv4 and an IPv6 ping socket.
 fn ping_sockets() -> (Netns, Holder) {
     let ns = Netns::new();
-    let out = ns.exec(
-        "sysctl",
-        &["-q", "-w", "net.ipv4.ping_group_range=0 2147483647"],
-    );
-    assert_eq!(out.code, Some(0), "{out:#?}");
+    ns.allow_ping();
     let h = Holder::spawn_in(&ns, &["icmp4:127.0.0.1:0", "icmp6:[::1]:0"]);
     (ns, h)
 }

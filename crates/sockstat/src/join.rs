@@ -68,6 +68,8 @@ pub struct Owners {
     /// Why the BPF iterator could not run, when [`crate::OwnerScan::Bpf`] asked for it (the
     /// scan then read `/proc`, as it does for `Auto` without a word).
     pub bpf_unavailable: Option<String>,
+    /// What the scan could not see: the evidence [`join`] decides owner statuses from.
+    pub unseen: Unseen,
 }
 
 /// Whether `/proc` hides other users' processes from the reader (`hidepid`).
@@ -88,7 +90,9 @@ pub enum HidePid {
     Unknown(String),
 }
 
-/// What the scan could not see, the evidence [`join`] decides holder lists from.
+/// What the scan could not see, the evidence [`join`] decides owner statuses from: a census of
+/// every process, whatever the filters (a scan that reads only some processes' fds still
+/// learns which of the others it could not have read: `sys::owners::scan_candidates`).
 #[derive(Debug, Clone, Default)]
 pub struct Unseen {
     /// Processes whose fd tables these privileges may not read, with their uid when known.
@@ -103,34 +107,69 @@ pub struct Unseen {
 }
 
 impl Unseen {
-    /// True when a process this scan could not see or read may hold a socket created by `uid`.
-    fn may_hold(&self, uid: Option<u32>, uids: &HashSet<Option<u32>>) -> bool {
-        let invisible = !matches!(self.hidepid, HidePid::No) && uid != Some(self.euid);
-        invisible || uids.contains(&None) || uids.contains(&uid)
+    /// True when nothing was out of sight: every process could be read.
+    pub fn is_empty(&self) -> bool {
+        self.unreadable.is_empty() && self.failed.is_empty() && self.hidepid == HidePid::No
+    }
+
+    /// True when a process that could not be seen (hidden by `hidepid`) may hold a socket of
+    /// uid `uid` (every other user's; any, when the uid is not known).
+    fn invisible_may_hold(&self, uid: Option<u32>) -> bool {
+        self.hidepid != HidePid::No && uid != Some(self.euid)
+    }
+
+    /// The processes that could not be read (with their uid) and may hold a socket of uid `uid`:
+    /// those running as it, those whose uid is not known, and, when the socket's uid is not
+    /// known, every one.
+    fn unreadable_suspects(&self, uid: Option<u32>) -> impl Iterator<Item = &(u32, Option<u32>)> {
+        self.unreadable
+            .iter()
+            .filter(move |(_, u)| uid.is_none() || u.is_none() || *u == uid)
+    }
+
+    /// [`Unseen::unreadable_suspects`] among the processes that failed for another reason.
+    fn failed_suspects(
+        &self,
+        uid: Option<u32>,
+    ) -> impl Iterator<Item = &(u32, Option<u32>, String)> {
+        self.failed
+            .iter()
+            .filter(move |(_, u, _)| uid.is_none() || u.is_none() || *u == uid)
+    }
+
+    /// True when a process this scan could not see or read may hold a socket of uid `uid`: the
+    /// kernel's uid of the socket is its creator's, and a process can hold a socket it did not
+    /// create only by inheriting it or being passed it. A socket whose uid the source does
+    /// not give (`/proc/net/unix`, netlink_diag) may be held by any of them.
+    pub fn may_hold(&self, uid: Option<u32>) -> bool {
+        self.invisible_may_hold(uid)
+            || self.unreadable_suspects(uid).next().is_some()
+            || self.failed_suspects(uid).next().is_some()
     }
 }
 
-/// Gives every socket its holders from `index` and its [`OwnersStatus`], from evidence. A
-/// process that could not be read (or, under `hidepid`, seen) and runs as the socket's uid (the
-/// kernel's uid of the socket: its creator's) may hold it. With no holder found, the socket is
-/// `hidden` when such a process exists, else `none`. With holders found, it is `partial` when
-/// its creator is not among them (no holder runs as the socket's uid) and such a process
-/// exists, else `known`: a root daemon's listener shared with its unprivileged workers is
-/// partial to those workers' user, a socket whose creator is in view is not. Kernel threads hold
-/// no files and are never counted (the scan leaves them out). Sockets without an inode
-/// (TIME-WAIT, request sockets) have no holder. `processes` gives the holders' uids.
+/// Gives every socket its holders from `index` and its [`OwnersStatus`], from evidence: what
+/// the scan could not see (`unseen`), never from which processes a filter had read. Call it
+/// with an index that holds every holder of these sockets the scan could see (a listing under
+/// `--pid` completes its index first: `sys::collect`), before the owner filters cut the holder
+/// lists.
+///
+/// A process that could not be read (or, under `hidepid`, seen) may hold a socket when it
+/// runs as the socket's uid, the kernel's uid of the socket: its creator's ([`Unseen::may_hold`];
+/// any such process when the uid is not known). With no holder found, the socket is `hidden`
+/// when such a process exists, else `none`. With holders found, it is `partial` when its
+/// creator is not among them (no holder runs as the socket's uid) and such a process exists,
+/// else `known`: a root daemon's listener shared with its unprivileged workers is partial to
+/// those workers' user, a socket whose creator is in view is not. Kernel threads hold no files
+/// and are never counted (the scan leaves them out). Sockets without an inode (TIME-WAIT,
+/// request sockets) and the kernel's own sockets ([`Socket::is_kernel_socket`]) have no
+/// holder: `none`. `processes` gives the holders' uids.
 pub fn join(
     sockets: &mut [Socket],
     index: &OwnerIndex,
     unseen: &Unseen,
     processes: &std::collections::HashMap<u32, crate::model::Process>,
 ) {
-    let uids: HashSet<Option<u32>> = unseen
-        .unreadable
-        .iter()
-        .map(|(_, u)| *u)
-        .chain(unseen.failed.iter().map(|(_, u, _)| *u))
-        .collect();
     // Each socket's holders are its own: a big table is joined in parts on every core (a
     // holder list is an allocation per socket: the join and its warnings took 7.8 ms of the full
     // listing at 60k on one core).
@@ -144,13 +183,28 @@ pub fn join(
         let mut chunks = sockets.chunks_mut(chunk);
         let first = chunks.next();
         for c in chunks {
-            let uids = &uids;
-            sc.spawn(move || join_part(c, index, unseen, processes, uids));
+            sc.spawn(move || join_part(c, index, unseen, processes));
         }
         if let Some(c) = first {
-            join_part(c, index, unseen, processes, &uids);
+            join_part(c, index, unseen, processes);
         }
     });
+}
+
+/// [`join`] again for the sockets it left `partial`, once `index` holds more of their holders
+/// (a scan of more processes than the first): their creator may be among them.
+pub fn rejoin_partial(
+    sockets: &mut [Socket],
+    index: &OwnerIndex,
+    unseen: &Unseen,
+    processes: &std::collections::HashMap<u32, crate::model::Process>,
+) {
+    for s in sockets
+        .iter_mut()
+        .filter(|s| s.owners_status == OwnersStatus::Partial)
+    {
+        join_part(std::slice::from_mut(s), index, unseen, processes);
+    }
 }
 
 fn join_part(
@@ -158,78 +212,138 @@ fn join_part(
     index: &OwnerIndex,
     unseen: &Unseen,
     processes: &std::collections::HashMap<u32, crate::model::Process>,
-    uids: &HashSet<Option<u32>>,
 ) {
+    let nothing_unseen = unseen.is_empty();
     for s in sockets.iter_mut() {
         let Some(id) = s.id else {
+            s.owners = Vec::new();
             s.owners_status = OwnersStatus::None;
             continue;
         };
         let held = index.holders_of(id);
-        let maybe_more = unseen.may_hold(s.uid, uids);
-        if !held.is_empty() {
-            s.owners = held.iter().map(|x| x.owner).collect();
-            let creator_in_view = held.iter().any(|h| {
-                let uid = processes.get(&h.owner.pid).and_then(|p| p.uid);
-                uid.is_none() || uid == s.uid
-            });
-            s.owners_status = if maybe_more && !creator_in_view {
-                OwnersStatus::Partial
-            } else {
-                OwnersStatus::Known
-            };
-        } else if maybe_more {
-            s.owners_status = OwnersStatus::Hidden;
-        } else {
-            s.owners_status = OwnersStatus::None;
-        }
+        s.owners = held.iter().map(|x| x.owner).collect();
+        s.owners_status = status(s, processes, || !nothing_unseen && unseen.may_hold(s.uid));
     }
 }
 
-/// The warnings a join leaves: `owners-hidden` for the sockets whose holders these privileges
-/// hide, `owners-incomplete` for processes that could not be read for another reason. `root`
-/// says whether the reader is root (then privileges are not the reason).
-pub fn warnings(sockets: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning> {
+/// The [`OwnersStatus`] of a socket whose `owners` already list every holder the scan could
+/// see, decided as [`join`] decides it (for a consumer that keeps holders of its own, as the
+/// exporter's owner cache does). `processes` gives the holders' uids.
+pub fn status_of(
+    s: &Socket,
+    unseen: &Unseen,
+    processes: &std::collections::HashMap<u32, crate::model::Process>,
+) -> OwnersStatus {
+    status(s, processes, || unseen.may_hold(s.uid))
+}
+
+/// The status of a socket whose `owners` are every holder the scan could see; `maybe_more`
+/// says whether a process that could not be read may hold it (asked only when it matters).
+fn status(
+    s: &Socket,
+    processes: &std::collections::HashMap<u32, crate::model::Process>,
+    maybe_more: impl FnOnce() -> bool,
+) -> OwnersStatus {
+    if s.owners.is_empty() {
+        return if !s.is_kernel_socket() && maybe_more() {
+            OwnersStatus::Hidden
+        } else {
+            OwnersStatus::None
+        };
+    }
+    let creator_in_view = s.owners.iter().any(|o| {
+        let uid = processes.get(&o.pid).and_then(|p| p.uid);
+        uid.is_none() || uid == s.uid
+    });
+    if !creator_in_view && maybe_more() {
+        OwnersStatus::Partial
+    } else {
+        OwnersStatus::Known
+    }
+}
+
+/// The warnings a join leaves about the sockets `shown` (call it once the filters have
+/// chosen them, so that every count is of sockets the listing shows): `owners-hidden` for the
+/// shown sockets whose holders these privileges may hide (`hidden` and `partial`), naming
+/// with `-v` the processes that may hold them; `owners-incomplete` for those that processes
+/// which could not be read for another reason may hold. `root` says whether the reader is
+/// root (then privileges are not the reason).
+pub fn warnings(shown: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning> {
     let mut out = Vec::new();
-    let hidden = sockets
+    let doubtful: Vec<&Socket> = shown
         .iter()
-        .filter(|s| s.owners_status == OwnersStatus::Hidden)
-        .count();
-    if !unseen.failed.is_empty() {
+        .filter(|s| {
+            matches!(
+                s.owners_status,
+                OwnersStatus::Hidden | OwnersStatus::Partial
+            )
+        })
+        .collect();
+    if doubtful.is_empty() {
+        return out;
+    }
+    // The uids of the doubtful sockets (`None`: a socket whose uid is not known, which any
+    // process may hold).
+    let uids: HashSet<Option<u32>> = doubtful.iter().map(|s| s.uid).collect();
+    let suspects = |u: Option<u32>| uids.contains(&None) || u.is_none() || uids.contains(&u);
+    let failed: Vec<&(u32, Option<u32>, String)> = unseen
+        .failed
+        .iter()
+        .filter(|(_, u, _)| suspects(*u))
+        .collect();
+    if !failed.is_empty() {
+        let concerned = doubtful
+            .iter()
+            .filter(|s| unseen.failed_suspects(s.uid).next().is_some())
+            .count();
         out.push(
             Warning::new(
                 WarningCode::OwnersIncomplete,
                 format!(
-                    "the fd tables of {} could not be read ({}): sockets they hold may show no \
-                     holder (-v for which)",
-                    counted(unseen.failed.len(), "process", "processes"),
-                    unseen.failed[0].2
+                    "the fd tables of {} could not be read ({}): they may hold {} shown with \
+                     no holder or only some (-v for which)",
+                    counted(failed.len(), "process", "processes"),
+                    failed[0].2,
+                    counted(concerned, "socket", "sockets"),
                 ),
             )
-            .count(unseen.failed.len() as u64)
+            .count(concerned as u64)
             .details(
-                unseen
-                    .failed
+                failed
                     .iter()
                     .map(|(pid, _, e)| format!("pid {pid}: /proc/{pid}/fd: {e}"))
                     .collect(),
             ),
         );
     }
-    let partial = sockets
+    let hidden_by_privilege = |s: &&&Socket| {
+        unseen.invisible_may_hold(s.uid) || unseen.unreadable_suspects(s.uid).next().is_some()
+    };
+    let hidden = doubtful
         .iter()
+        .filter(hidden_by_privilege)
+        .filter(|s| s.owners_status == OwnersStatus::Hidden)
+        .count();
+    let partial = doubtful
+        .iter()
+        .filter(hidden_by_privilege)
         .filter(|s| s.owners_status == OwnersStatus::Partial)
         .count();
     if hidden + partial == 0 {
         return out;
     }
+    let unreadable: Vec<&(u32, Option<u32>)> = unseen
+        .unreadable
+        .iter()
+        .filter(|(_, u)| suspects(*u))
+        .collect();
     let mut details: Vec<String> = vec![
         "a socket is hidden (no holder shown) or partial (holders shown, others may exist) when \
          a process that could not be inspected runs as the socket's uid, the uid of the process \
-         that created it"
+         that created it (or the socket's uid is not known)"
             .to_string(),
     ];
-    details.extend(unseen.unreadable.iter().map(|(pid, uid)| match uid {
+    details.extend(unreadable.iter().map(|(pid, uid)| match uid {
         Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
         None => format!("pid {pid}: /proc/{pid}/fd not readable"),
     }));
@@ -237,9 +351,11 @@ pub fn warnings(sockets: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning>
                README), to see them";
     let n = counted(hidden + partial, "socket", "sockets");
     let which = match (hidden, partial) {
-        (_, 0) => format!("hidden processes may hold {n} with no holder shown"),
+        (_, 0) => format!("hidden processes may hold {n} shown with no holder"),
         (0, _) => format!("hidden processes may also hold {n} whose holders are shown"),
-        (h, p) => format!("hidden processes may hold {n} ({h} showing no holder, {p} some)"),
+        (h, p) => {
+            format!("hidden processes may hold {n} shown ({h} with no holder, {p} with some)")
+        }
     };
     let why = match &unseen.hidepid {
         HidePid::Hides {
@@ -256,12 +372,12 @@ pub fn warnings(sockets: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning>
         HidePid::No if root => format!(
             "even root may not read the fd tables of {} here (ptrace access denied: Yama, a \
              security module or a user namespace boundary)",
-            counted(unseen.unreadable.len(), "process", "processes")
+            counted(unreadable.len(), "process", "processes")
         ),
         HidePid::No => format!(
-            "uid {} may not read the fd tables of {}; {see}",
+            "uid {} may not read the fd tables of {} that may hold them; {see}",
             unseen.euid,
-            counted(unseen.unreadable.len(), "process", "processes")
+            counted(unreadable.len(), "process", "processes")
         ),
     };
     let message = format!("{which}: {why}");
@@ -271,6 +387,83 @@ pub fn warnings(sockets: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning>
             .details(details),
     );
     out
+}
+
+/// The processes an owner filter selects (`--pid`, `--command`, `--user`; `command` gives a
+/// process's command name, read apart, as the scan did not read it) whose fd tables could not be
+/// read, with their uid: the sockets only they hold cannot be listed, and a listing that said
+/// nothing would present itself as complete. A process whose uid or name is not known may be
+/// one (the filter cannot rule it out).
+pub fn unread_selected(
+    q: &Query,
+    unseen: &Unseen,
+    command: impl Fn(u32) -> Option<crate::model::RawString>,
+) -> Vec<(u32, Option<u32>)> {
+    if !q.filters_owners() {
+        return Vec::new();
+    }
+    let mut v: Vec<(u32, Option<u32>)> = unseen
+        .unreadable
+        .iter()
+        .copied()
+        .chain(unseen.failed.iter().map(|(p, u, _)| (*p, *u)))
+        .filter(|(pid, uid)| {
+            q.pids.as_ref().is_none_or(|p| p.binary_search(pid).is_ok())
+                && q.uid.is_none_or(|want| uid.is_none_or(|u| u == want))
+        })
+        .filter(|(pid, _)| match &q.command {
+            Some(m) => command(*pid).is_none_or(|c| m.matches(c.as_bytes())),
+            None => true,
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The `selected-unreadable` warning for [`unread_selected`]'s processes (none when empty).
+pub fn selected_warning(
+    unread: &[(u32, Option<u32>)],
+    unseen: &Unseen,
+    root: bool,
+) -> Option<Warning> {
+    let (&(first, _), _) = unread.split_first()?;
+    let fix = if root {
+        "even root may not read them here (ptrace access denied: a security module or a user \
+         namespace boundary)"
+            .to_string()
+    } else {
+        format!(
+            "uid {} may not read them; run as root, or give sockstat CAP_SYS_PTRACE and \
+             CAP_DAC_READ_SEARCH (see README)",
+            unseen.euid
+        )
+    };
+    let which = if unread.len() == 1 {
+        format!("pid {first}")
+    } else {
+        format!("pid {first} and others, -v for which")
+    };
+    Some(
+        Warning::new(
+            WarningCode::SelectedUnreadable,
+            format!(
+                "the filters select {} whose fd tables could not be read ({which}): the sockets \
+                 only they hold are not listed; {fix}",
+                counted(unread.len(), "process", "processes"),
+            ),
+        )
+        .count(unread.len() as u64)
+        .details(
+            unread
+                .iter()
+                .map(|(pid, uid)| match uid {
+                    Some(u) => format!("pid {pid} (uid {u}): /proc/{pid}/fd not readable"),
+                    None => format!("pid {pid}: /proc/{pid}/fd not readable"),
+                })
+                .collect(),
+        ),
+    )
 }
 
 /// `--pid`, `--user`, `--command`: keep the holders that match; drop sockets left with none,
@@ -383,8 +576,8 @@ mod tests {
         assert_eq!(w[0].count, Some(1));
         assert!(
             w[0].message.starts_with(
-                "hidden processes may hold 1 socket with no holder shown: uid 1000 may not read \
-                 the fd tables of 1 process"
+                "hidden processes may hold 1 socket shown with no holder: uid 1000 may not read \
+                 the fd tables of 1 process that may hold them"
             ),
             "{}",
             w[0].message
@@ -422,6 +615,85 @@ mod tests {
         let mut socks = vec![listener(9, 33)];
         join(&mut socks, &index, &unseen, &workers);
         assert_eq!(socks[0].owners_status, OwnersStatus::Known);
+    }
+
+    /// Issue 31: the warnings count the sockets given to them (the shown ones), and name only
+    /// the processes that may hold those.
+    #[test]
+    fn warnings_are_about_the_sockets_shown() {
+        let index = OwnerIndex::new(vec![holder(1, 10, 3)]);
+        let mut socks = vec![
+            listener(1, 1000),
+            listener(2, 0),
+            listener(3, 0),
+            listener(4, 7),
+        ];
+        let unseen = Unseen {
+            unreadable: vec![(1, Some(0)), (2, Some(7)), (3, Some(0))],
+            euid: 1000,
+            ..Unseen::default()
+        };
+        join(&mut socks, &index, &unseen, &procs(&[(10, 1000)]));
+        let st: Vec<OwnersStatus> = socks.iter().map(|s| s.owners_status).collect();
+        use OwnersStatus::*;
+        assert_eq!(st, [Known, Hidden, Hidden, Hidden]);
+        let all = warnings(&socks, &unseen, false);
+        assert_eq!(all[0].count, Some(3));
+        // A filter that keeps the known socket and uid 7's: one hidden socket, one process.
+        let shown = [socks[0].clone(), socks[3].clone()];
+        let w = warnings(&shown, &unseen, false);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].count, Some(1));
+        assert!(
+            w[0].message.contains("of 1 process that may"),
+            "{}",
+            w[0].message
+        );
+        assert_eq!(w[0].details.len(), 2, "{:?}", w[0].details);
+        assert!(
+            w[0].details[1].starts_with("pid 2 (uid 7)"),
+            "{:?}",
+            w[0].details
+        );
+        // A filter that keeps only the known socket: no warning at all.
+        assert!(warnings(&socks[..1], &unseen, false).is_empty());
+    }
+
+    /// A socket whose uid the source does not give may be held by any process that could not be
+    /// read; the kernel's own sockets by none.
+    #[test]
+    fn an_unknown_uid_may_be_anyones_and_a_kernel_socket_no_ones() {
+        let index = OwnerIndex::new(vec![holder(5, 10, 3)]);
+        let mut unix = listener(4, 0);
+        unix.uid = None;
+        let mut held = listener(5, 0);
+        held.uid = None;
+        let mut kernel = listener(6, 0);
+        kernel.uid = None;
+        kernel.local = crate::model::Endpoint::Netlink {
+            protocol: 0,
+            port_id: 0,
+            group: 0,
+        };
+        let mut socks = vec![unix, held, kernel];
+        let unseen = Unseen {
+            unreadable: vec![(1, Some(0))],
+            euid: 1000,
+            ..Unseen::default()
+        };
+        join(&mut socks, &index, &unseen, &procs(&[(10, 1000)]));
+        assert_eq!(socks[0].owners_status, OwnersStatus::Hidden);
+        assert_eq!(socks[1].owners_status, OwnersStatus::Partial);
+        assert_eq!(socks[2].owners_status, OwnersStatus::None);
+        // Nothing unseen: none and known.
+        join(
+            &mut socks,
+            &index,
+            &Unseen::default(),
+            &procs(&[(10, 1000)]),
+        );
+        assert_eq!(socks[0].owners_status, OwnersStatus::None);
+        assert_eq!(socks[1].owners_status, OwnersStatus::Known);
     }
 
     #[test]

@@ -144,7 +144,8 @@ fn asked_for(s: &Socket, q: &Query) -> bool {
 /// Narrows a listing to the sockets a kill may close, in listing order: TCP and UDP sockets
 /// (with `cookies`, only those), and of the sockets that serve others (listeners, unconnected
 /// UDP) only those the filters ask for by `-l` or state. The ones held back are counted in a
-/// `listeners-kept` warning, so the operator knows they matched and how to include them.
+/// `listeners-kept` warning, so the operator knows they matched and how to include them. The
+/// warnings that count sockets (`owners-hidden`, `column-unavailable`, ...) count those kept.
 pub fn select(mut snap: Snapshot, q: &Query, cookies: Option<&[u64]>) -> Snapshot {
     let mut kept = 0u64;
     snap.sockets.retain(|s| {
@@ -188,6 +189,8 @@ pub fn select(mut snap: Snapshot, q: &Query, cookies: Option<&[u64]>) -> Snapsho
         .flat_map(|s| s.owners.iter().map(|o| o.pid))
         .collect();
     snap.processes.retain(|pid, _| referenced.contains(pid));
+    // The warnings that count sockets count the ones kept.
+    crate::sys::recount_shown_warnings(q, &mut snap);
     snap
 }
 

@@ -183,6 +183,7 @@ pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
         sys::owners::scan_any(query, sys::scan_threads(), sys::walk_threads(false), None);
     let scan = scan?;
     Ok(join::Owners {
+        unseen: sys::unseen_of(query, scan.unreadable, &scan.failed),
         index: join::OwnerIndex::new(scan.holders),
         processes: scan.processes,
         bpf_unavailable: bpf_refused.map(|e| e.to_string()),

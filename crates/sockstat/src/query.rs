@@ -132,7 +132,7 @@ pub fn parse_protos(s: &str) -> Result<Vec<Proto>, FilterError> {
             }
             None => {
                 return Err(FilterError::new(format!(
-                    "unknown protocol '{name}': choose from tcp, udp, udplite, raw, icmp, sctp, mptcp, packet, unix"
+                    "unknown protocol '{name}': choose from tcp, udp, udplite, raw, icmp, sctp, mptcp, packet, unix, netlink"
                 )))
             }
         }
@@ -310,7 +310,8 @@ impl Default for Families {
 pub struct Query {
     /// Address families.
     pub families: Families,
-    /// Protocols (`-P`); `None` = every protocol the kernel has except packet.
+    /// Protocols (`-P`); `None` = every protocol the kernel has except packet and netlink, and
+    /// the sockets no table lists ([`Proto::Other`]).
     pub protos: Option<Vec<Proto>>,
     /// Only sockets with a remote end (`-c`).
     pub connected: bool,
@@ -526,11 +527,13 @@ impl Query {
                 .is_some_and(|c| !c.unix.is_empty())
     }
 
-    /// True when `proto` was asked for explicitly or by default.
+    /// True when `proto` was asked for explicitly or by default. The default is every kind
+    /// but packet and netlink sockets (and [`Proto::Other`], which `-P` cannot name, is only
+    /// in the default).
     pub fn wants_proto(&self, proto: Proto) -> bool {
         match &self.protos {
             Some(list) => list.contains(&proto),
-            None => proto != Proto::Packet,
+            None => !matches!(proto, Proto::Packet | Proto::Netlink),
         }
     }
 
@@ -616,7 +619,10 @@ impl Query {
             Family::Inet => self.families.inet,
             Family::Inet6 => self.families.inet6,
             Family::Unix => self.families.unix,
-            Family::Packet => true,
+            // Selected by -P alone.
+            Family::Packet | Family::Netlink => true,
+            // A socket whose family is not known passes only when no family is singled out.
+            Family::Other => self.families == Families::default(),
         };
         if !family_ok || !self.wants_proto(s.proto) {
             return false;

@@ -241,16 +241,7 @@ impl Holder {
                     sll.sll_family = libc::AF_PACKET as u16;
                     sll.sll_protocol = proto.to_be();
                     sll.sll_ifindex = index as i32;
-                    check(
-                        unsafe {
-                            libc::bind(
-                                fd,
-                                (&sll as *const libc::sockaddr_ll).cast(),
-                                size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-                            )
-                        },
-                        "bind(AF_PACKET)",
-                    );
+                    bind_to(fd, &sll, "bind(AF_PACKET)");
                 }
                 item.socks.push(describe("socket", fd));
             }
@@ -294,20 +285,32 @@ impl Holder {
                 // kernel picks the ICMP identifier); needs the caller's group in
                 // net.ipv4.ping_group_range.
                 let addr = parse_sockaddr(&rest_s);
-                let (domain, proto) = if addr.is_ipv6() {
-                    (libc::AF_INET6, libc::IPPROTO_ICMPV6)
-                } else {
-                    (libc::AF_INET, libc::IPPROTO_ICMP)
-                };
-                let fd = check(
-                    unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, proto) },
-                    "socket(IPPROTO_ICMP)",
-                );
+                let fd = ping_socket(addr.is_ipv6());
                 let (sa, len) = to_sockaddr(addr);
                 check(
                     unsafe { libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len) },
                     &format!("bind {addr}"),
                 );
+                item.socks.push(describe("socket", fd));
+            }
+            "icmp4-unbound" | "icmp6-unbound" => {
+                // What `ping` run as a user holds before it sends: in no kernel table.
+                let fd = ping_socket(kind.starts_with("icmp6"));
+                item.socks.push(describe("socket", fd));
+            }
+            "netlink" => {
+                let proto: i32 = rest_s
+                    .parse()
+                    .unwrap_or_else(|_| fail(format!("{spec}: want a netlink protocol number")));
+                let fd = check(
+                    unsafe {
+                        libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto)
+                    },
+                    "socket(AF_NETLINK)",
+                );
+                let mut nl: libc::sockaddr_nl = unsafe { zeroed() };
+                nl.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+                bind_to(fd, &nl, "bind(AF_NETLINK)");
                 item.socks.push(describe("socket", fd));
             }
             "udp4-unbound" | "udp6-unbound" => {
@@ -653,8 +656,43 @@ fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     }
 }
 
+/// A ping socket (`SOCK_DGRAM`, `IPPROTO_ICMP` or `IPPROTO_ICMPV6`); the caller's group must be
+/// in `net.ipv4.ping_group_range`.
+fn ping_socket(v6: bool) -> libc::c_int {
+    let (domain, proto) = if v6 {
+        (libc::AF_INET6, libc::IPPROTO_ICMPV6)
+    } else {
+        (libc::AF_INET, libc::IPPROTO_ICMP)
+    };
+    check(
+        unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, proto) },
+        "socket(IPPROTO_ICMP)",
+    )
+}
+
+/// `bind(fd, addr)` for a `sockaddr_*` struct of any family, failing the holder on error.
+fn bind_to<T>(fd: libc::c_int, addr: &T, what: &str) {
+    check(
+        unsafe {
+            libc::bind(
+                fd,
+                (addr as *const T).cast(),
+                size_of::<T>() as libc::socklen_t,
+            )
+        },
+        what,
+    );
+}
+
 fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Addr> {
     match i32::from(ss.ss_family) {
+        libc::AF_NETLINK => {
+            let nl = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_nl>() };
+            Some(Addr {
+                port_id: Some(nl.nl_pid),
+                ..Addr::default()
+            })
+        }
         libc::AF_INET => {
             let sin =
                 unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
@@ -662,7 +700,7 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Ad
             Some(Addr {
                 address: Some(ip.to_string()),
                 port: Some(u16::from_be(sin.sin_port)),
-                path: None,
+                ..Addr::default()
             })
         }
         libc::AF_INET6 => {
@@ -672,7 +710,7 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Ad
             Some(Addr {
                 address: Some(ip.to_string()),
                 port: Some(u16::from_be(sin6.sin6_port)),
-                path: None,
+                ..Addr::default()
             })
         }
         libc::AF_UNIX => {
@@ -690,9 +728,8 @@ fn from_sockaddr(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<Ad
                 }
             };
             Some(Addr {
-                address: None,
-                port: None,
                 path,
+                ..Addr::default()
             })
         }
         _ => None,

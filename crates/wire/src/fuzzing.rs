@@ -7,7 +7,7 @@
 use crate::bytecode::{self, BcSocket, Cond, Expr};
 use crate::netlink::{self, Control};
 use crate::tcp_info::TcpInfo;
-use crate::{fd_link, inet_diag, packet_diag, proc_net, snmp, unix_diag};
+use crate::{fd_link, inet_diag, netlink_diag, packet_diag, proc_net, snmp, unix_diag};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 fn touch_tcp_info(b: &[u8]) {
@@ -76,6 +76,23 @@ pub fn fuzz_netlink_packet(data: &[u8]) {
     }
 }
 
+/// A recv() buffer from a netlink_diag dump.
+pub fn fuzz_netlink_netlink(data: &[u8]) {
+    for p in data_payloads(data) {
+        if let Ok(m) = netlink_diag::decode_msg(p) {
+            if let Some(g) = &m.groups {
+                assert!(g.windows(2).all(|w| w[0] < w[1]), "groups in order");
+                assert!(g.iter().all(|&n| n >= 1), "groups count from 1");
+            }
+            std::hint::black_box((
+                m.connected(),
+                netlink_diag::protocol_name(m.protocol),
+                format!("{m:?}"),
+            ));
+        }
+    }
+}
+
 /// Raw `tcp_info` bytes of any length.
 pub fn fuzz_tcp_info(data: &[u8]) {
     touch_tcp_info(data);
@@ -87,13 +104,16 @@ pub fn fuzz_tcp_info(data: &[u8]) {
     }
 }
 
-/// `/proc/net/{tcp,tcp6,udp,...,raw}` and `/proc/net/packet` text.
+/// `/proc/net/{tcp,tcp6,udp,...,raw}`, `/proc/net/packet` and `/proc/net/netlink` text.
 pub fn fuzz_proc_net_inet(data: &[u8]) {
     if let Ok(s) = std::str::from_utf8(data) {
         for e in proc_net::parse_inet_table(s) {
             std::hint::black_box(e.ok());
         }
         for e in proc_net::parse_packet_table(s) {
+            std::hint::black_box(e.ok());
+        }
+        for e in proc_net::parse_netlink_table(s) {
             std::hint::black_box(e.ok());
         }
     }
@@ -324,6 +344,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("netlink_inet", fuzz_netlink_inet),
     ("netlink_unix", fuzz_netlink_unix),
     ("netlink_packet", fuzz_netlink_packet),
+    ("netlink_netlink", fuzz_netlink_netlink),
     ("tcp_info", fuzz_tcp_info),
     ("proc_net_inet", fuzz_proc_net_inet),
     ("proc_net_unix", fuzz_proc_net_unix),

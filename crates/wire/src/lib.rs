@@ -1,5 +1,5 @@
 //! Pure decoders and encoders for the Linux socket-inspection interfaces: `NETLINK_SOCK_DIAG`
-//! (inet, unix, packet, and `SOCK_DESTROY`), `struct tcp_info`, the `INET_DIAG_REQ_BYTECODE` filter language, and
+//! (inet, unix, packet, netlink, and `SOCK_DESTROY`), `struct tcp_info`, the `INET_DIAG_REQ_BYTECODE` filter language, and
 //! the `/proc/net` text formats.
 //!
 //! This crate does no I/O, makes no system calls, prints nothing and never panics on its
@@ -23,6 +23,7 @@ pub mod inet_diag;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod netlink;
+pub mod netlink_diag;
 pub mod packet_diag;
 pub mod proc_net;
 pub mod proc_pid;

@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use sockstat_wire::inet_diag::{self, InetDiagMsg, InetDiagReq, AF_INET, AF_INET6};
 use sockstat_wire::netlink::{self, classify, messages, Control};
+use sockstat_wire::netlink_diag::{self, NetlinkDiagReq};
 use sockstat_wire::packet_diag::{self, PacketDiagReq};
 use sockstat_wire::tcp_info::{opt, TcpInfo};
 use sockstat_wire::unix_diag::{self, UnixDiagReq, UnixName};
@@ -19,6 +20,8 @@ const BAD_BC: &[u8] = include_bytes!("fixtures/netlink/tcp4_bad_bytecode.bin");
 const UNIX: &[u8] = include_bytes!("fixtures/netlink/unix.bin");
 const TIMEWAIT: &[u8] = include_bytes!("fixtures/netlink/tcp4_timewait.bin");
 const PACKET: &[u8] = include_bytes!("fixtures/netlink/packet.bin");
+/// `capture_netlink.py`, its own namespace (inodes in capture-netlink-info.json).
+const NETLINK: &[u8] = include_bytes!("fixtures/netlink/netlink.bin");
 
 /// Data payloads of a dump, asserting it ends with a clean NLMSG_DONE.
 fn payloads(buf: &[u8]) -> Vec<&[u8]> {
@@ -367,7 +370,7 @@ fn packet_dump() {
 #[test]
 fn every_prefix_of_every_capture_is_ok_or_err() {
     for buf in [
-        TCP4, TCP6, UDP4, UDP6, MPTCP4, RAW4, BAD_BC, UNIX, PACKET, TIMEWAIT,
+        TCP4, TCP6, UDP4, UDP6, MPTCP4, RAW4, BAD_BC, UNIX, PACKET, TIMEWAIT, NETLINK,
     ] {
         for n in 0..=buf.len() {
             let b = &buf[..n];
@@ -379,6 +382,7 @@ fn every_prefix_of_every_capture_is_ok_or_err() {
                             let _ = inet_diag::decode_msg(p);
                             let _ = unix_diag::decode_msg(p);
                             let _ = packet_diag::decode_msg(p);
+                            let _ = netlink_diag::decode_msg(p);
                         }
                     }
                     Err(_) => errs += 1,
@@ -394,7 +398,81 @@ fn every_prefix_of_every_capture_is_ok_or_err() {
                 let _ = inet_diag::decode_msg(p);
                 let _ = unix_diag::decode_msg(p);
                 let _ = packet_diag::decode_msg(p);
+                let _ = netlink_diag::decode_msg(p);
             }
         }
     }
+}
+
+/// The netlink_diag capture (Linux 6.18): the three user sockets `capture_netlink.py` made, the
+/// diag socket that asked, and the kernel's own sockets (port id 0, one per protocol the
+/// namespace has).
+#[test]
+fn netlink_sockets() {
+    assert_eq!(
+        NetlinkDiagReq {
+            protocol: netlink_diag::NDIAG_PROTO_ALL,
+            show: netlink_diag::show::MEMINFO
+                | netlink_diag::show::GROUPS
+                | netlink_diag::show::FLAGS,
+        }
+        .encode(120),
+        include_bytes!("fixtures/netlink/netlink.req.bin")
+    );
+    let v: Vec<_> = payloads(NETLINK)
+        .into_iter()
+        .map(|p| netlink_diag::decode_msg(p).unwrap())
+        .collect();
+    let by_inode = |i: u32| v.iter().find(|m| m.inode == i).unwrap();
+    // route: NETLINK_ROUTE, SOCK_RAW, bound to 0x7001 in groups 1 and 5, not connected.
+    let route = by_inode(119302);
+    assert_eq!(
+        (route.protocol, route.sock_type, route.portid),
+        (0, 3, 0x7001)
+    );
+    assert_eq!(
+        netlink_diag::protocol_name(route.protocol),
+        Some("NETLINK_ROUTE")
+    );
+    assert!(!route.connected());
+    assert_eq!(route.groups.as_deref(), Some(&[1, 5][..]));
+    assert!(route.meminfo.is_some());
+    assert_eq!(route.flags, Some(0));
+    // generic: NETLINK_GENERIC, SOCK_DGRAM, connected to the kernel.
+    let generic = by_inode(119303);
+    assert_eq!(
+        (generic.protocol, generic.sock_type, generic.portid),
+        (16, 2, 0x7002)
+    );
+    assert!(generic.connected());
+    assert_eq!((generic.dst_portid, generic.dst_group), (0, 0));
+    // user: NETLINK_USERSOCK connected to route's port id.
+    let user = by_inode(119304);
+    assert_eq!((user.protocol, user.portid), (2, 0x7003));
+    assert!(user.connected());
+    assert_eq!(user.dst_portid, 0x7001);
+    // The socket that asked for the dump is in it (sock_diag, its autobound port id).
+    let diag = by_inode(119305);
+    assert_eq!((diag.protocol, diag.portid), (4, 31584));
+    // The kernel's own sockets have port id 0; this namespace has one per protocol it runs.
+    let kernel: Vec<u8> = v
+        .iter()
+        .filter(|m| m.portid == 0)
+        .map(|m| m.protocol)
+        .collect();
+    assert!(
+        kernel.contains(&0) && kernel.contains(&4) && kernel.contains(&16),
+        "{kernel:?}"
+    );
+    // A socket in multicast groups is sent twice, from the bound table and from the group
+    // listeners' list (`__netlink_diag_dump`): the same cookie, which is what a reader
+    // deduplicates on. Twelve sockets, as /proc/net/netlink lists them.
+    assert_eq!(v.len(), 13);
+    let mut cookies: Vec<u64> = v.iter().map(|m| m.cookie).collect();
+    cookies.sort_unstable();
+    cookies.dedup();
+    assert_eq!(cookies.len(), 12);
+    assert_eq!(v.iter().filter(|m| m.inode == 119302).count(), 2);
+    // Unconnected is sock_init_data's TCP_CLOSE (7), not 0.
+    assert_eq!(route.state, 7);
 }

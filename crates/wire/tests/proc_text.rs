@@ -242,3 +242,22 @@ fn snmp_name_inserted_mid_line() {
     let c = snmp::parse_paired("X: a\nX: 18446744073709551615\n").unwrap();
     assert_eq!(c[0].value, -1);
 }
+
+/// `/proc/net/netlink` copied right after the netlink_diag capture (capture_netlink.py): the same
+/// twelve sockets, with their protocols, port ids and inodes.
+#[test]
+fn netlink_fixture() {
+    let v: Vec<_> =
+        sockstat_wire::proc_net::parse_netlink_table(include_str!("fixtures/proc/netlink"))
+            .map(Result::unwrap)
+            .collect();
+    assert_eq!(v.len(), 12);
+    let route = v.iter().find(|e| e.inode == 119302).unwrap();
+    assert_eq!(
+        (route.protocol, route.portid, route.groups),
+        (0, 0x7001, 0x11)
+    );
+    let user = v.iter().find(|e| e.inode == 119304).unwrap();
+    assert_eq!((user.protocol, user.portid), (2, 0x7003));
+    assert_eq!(v.iter().filter(|e| e.portid == 0).count(), 8);
+}

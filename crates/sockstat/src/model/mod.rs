@@ -43,11 +43,18 @@ pub enum Proto {
     Unix,
     /// AF_PACKET sockets.
     Packet,
+    /// AF_NETLINK sockets (from netlink_diag): channels between processes and the kernel.
+    Netlink,
+    /// A socket no table sockstat reads lists, known only from the fd a process holds: a ping
+    /// socket never bound or used, a TCP or UDP socket never bound, a vsock, XDP or AF_ALG
+    /// socket. Its local end is [`Endpoint::Unlisted`], with the kernel's name of its protocol.
+    /// Not a `-P` kind: listed when `-P` is not given (doc/linux.md, "Socket kinds").
+    Other,
 }
 
 impl Proto {
-    /// Every protocol, in output order.
-    pub const ALL: [Proto; 9] = [
+    /// Every protocol `-P` names, in output order ([`Proto::Other`] comes last, and is not one).
+    pub const ALL: [Proto; 10] = [
         Proto::Tcp,
         Proto::Udp,
         Proto::Udplite,
@@ -57,6 +64,7 @@ impl Proto {
         Proto::Mptcp,
         Proto::Unix,
         Proto::Packet,
+        Proto::Netlink,
     ];
 
     /// The name used on the command line and in JSON.
@@ -71,6 +79,8 @@ impl Proto {
             Proto::Mptcp => "mptcp",
             Proto::Unix => "unix",
             Proto::Packet => "packet",
+            Proto::Netlink => "netlink",
+            Proto::Other => "other",
         }
     }
 
@@ -92,7 +102,10 @@ impl Proto {
 
     /// True for the protocols carried over IPv4/IPv6.
     pub fn is_inet(self) -> bool {
-        !matches!(self, Proto::Unix | Proto::Packet)
+        !matches!(
+            self,
+            Proto::Unix | Proto::Packet | Proto::Netlink | Proto::Other
+        )
     }
 
     /// True for connectionless protocols whose "unconnected" state is shown as UNCONN.
@@ -119,6 +132,11 @@ pub enum Family {
     Unix,
     /// AF_PACKET.
     Packet,
+    /// AF_NETLINK.
+    Netlink,
+    /// Another family, or one not known: a socket of [`Proto::Other`] whose kernel protocol
+    /// name does not say.
+    Other,
 }
 
 impl Family {
@@ -129,6 +147,8 @@ impl Family {
             Family::Inet6 => "inet6",
             Family::Unix => "unix",
             Family::Packet => "packet",
+            Family::Netlink => "netlink",
+            Family::Other => "other",
         }
     }
 }
@@ -145,6 +165,8 @@ pub enum SockType {
     Seqpacket,
     /// SOCK_RAW.
     Raw,
+    /// Not known: a socket of [`Proto::Other`] whose kernel protocol name does not say.
+    Unknown,
 }
 
 impl SockType {
@@ -166,6 +188,7 @@ impl SockType {
             SockType::Dgram => "dgram",
             SockType::Seqpacket => "seqpacket",
             SockType::Raw => "raw",
+            SockType::Unknown => "unknown",
         }
     }
 }
@@ -202,6 +225,8 @@ pub enum State {
     Unconn,
     /// A value this version does not know; kept so nothing is lost.
     Unknown(u8),
+    /// No table told it: a socket of [`Proto::Other`], known only from a holder's fd.
+    Untold,
 }
 
 impl State {
@@ -256,7 +281,7 @@ impl State {
             State::Listen => 1 << 10,
             State::Closing => 1 << 11,
             State::Unknown(n) if n < 32 => 1 << n,
-            State::Unknown(_) => 0,
+            State::Unknown(_) | State::Untold => 0,
         }
     }
 
@@ -266,6 +291,7 @@ impl State {
             Some((_, n)) => std::borrow::Cow::Borrowed(n),
             None => match self {
                 State::Unknown(n) => std::borrow::Cow::Owned(format!("UNKNOWN({n})")),
+                // State::Untold, and nothing else.
                 _ => std::borrow::Cow::Borrowed("UNKNOWN"),
             },
         }
@@ -399,6 +425,21 @@ pub enum Endpoint {
         /// Interface index the socket is bound to, 0 for any.
         ifindex: u32,
     },
+    /// An AF_NETLINK address: the socket's netlink protocol and port id (0: the kernel's own
+    /// socket); as the remote end of a socket that called `connect()`, the port id and
+    /// multicast group it named.
+    Netlink {
+        /// `NETLINK_*` protocol number (`NETLINK_ROUTE` 0).
+        protocol: u8,
+        /// Port id (`nl_pid`); 0 is the kernel.
+        port_id: u32,
+        /// Multicast group (remote end only; 0 = none).
+        group: u32,
+    },
+    /// The local end of a socket no table lists ([`Proto::Other`]): the kernel's name of its
+    /// protocol (`PINGv6`, `TCP`, `AF_VSOCK`: `sk_prot_creator->name`, read through a holder's
+    /// fd), or `None` when it could not be read. Its addresses are not known.
+    Unlisted(Option<RawString>),
 }
 
 impl Endpoint {
@@ -419,20 +460,23 @@ impl Endpoint {
     }
 }
 
-/// Whether the owner columns could be filled.
+/// Whether the owner columns could be filled: a property of the socket and of what these
+/// privileges can see, decided the same way whatever the filters (`sockstat::join::join` says
+/// how; doc/json-schema.md, `owners_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OwnersStatus {
-    /// At least one holder was found; `owners` lists every one.
+    /// Holders were found, and no process that could not be read may hold it too: `owners`
+    /// lists every one.
     Known,
-    /// Some holders were found (`owners`), and a process these privileges cannot inspect runs
-    /// as the socket's uid, so it may hold the socket too (`sockstat::join` says how this is
-    /// decided).
+    /// Holders were found (`owners`), and a process whose fd table could not be read may hold
+    /// it too.
     Partial,
-    /// No process holds it (TIME_WAIT, orphans, kernel sockets), as far as could be seen.
+    /// No process holds it: every process that could was read (TIME_WAIT, orphans, the
+    /// kernel's own sockets).
     #[default]
     None,
-    /// Its holder is in a process these privileges cannot inspect.
+    /// No holder was found, and a process whose fd table could not be read may hold it.
     Hidden,
     /// The owner scan was not asked for (`--no-owners`).
     NotRequested,
@@ -559,7 +603,7 @@ impl Socket {
     /// True when the socket has a remote end (connected, or in a connection state).
     pub fn is_connected(&self) -> bool {
         match self.state {
-            State::Listen | State::Unconn | State::Close => false,
+            State::Listen | State::Unconn | State::Close | State::Untold => false,
             State::Unknown(_) => self.remote.is_some(),
             _ => true,
         }
@@ -573,6 +617,8 @@ impl Socket {
             State::Unconn => match &self.local {
                 Endpoint::Inet { port, .. } => *port != 0 || self.proto == Proto::Raw,
                 Endpoint::Unix(name) => name.is_some(),
+                // Packet sockets; netlink sockets, which have a port id (the kernel's, or one
+                // bound) once they are in the table.
                 _ => true,
             },
             _ => false,
@@ -608,12 +654,32 @@ impl Socket {
                 SockType::Dgram => "dgram",
                 SockType::Seqpacket => "seqpac",
                 SockType::Raw => "raw",
+                SockType::Unknown => "unix",
             },
             (Proto::Packet, _) => match self.sock_type {
                 SockType::Dgram => "pkt_dg",
                 _ => "packet",
             },
+            (Proto::Netlink, _) => "netlink",
+            // The table shows the kernel's name of its protocol instead (render::fmt).
+            (Proto::Other, _) => "other",
         }
+    }
+
+    /// The kernel's name of the protocol of a socket of [`Proto::Other`] (`PINGv6`), when it
+    /// could be read.
+    pub fn kernel_protocol(&self) -> Option<&RawString> {
+        match &self.local {
+            Endpoint::Unlisted(name) => name.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// True for the kernel's own sockets, which no process holds: a netlink socket with port id
+    /// 0 (`netlink_kernel_create`; a process's socket gets a port id when it binds, and an
+    /// unbound one is in no table).
+    pub fn is_kernel_socket(&self) -> bool {
+        matches!(self.local, Endpoint::Netlink { port_id: 0, .. })
     }
 }
 
@@ -648,6 +714,11 @@ pub struct Snapshot {
     /// owner filter (`--pid`, `--command`, `--user`), any peer. Every holder, whatever the
     /// filter. [`Snapshot::peer_owners`] looks a peer up here first, then among the sockets.
     pub peer_owners: HashMap<u64, Vec<Owner>>,
+    /// What the owner scan could not see (the evidence the owner statuses were decided from),
+    /// when it ran: kept so that a consumer that narrows the sockets further
+    /// ([`crate::kill::select`]) counts the warnings again over what it keeps
+    /// ([`crate::join::warnings`]).
+    pub owners_unseen: Option<crate::join::Unseen>,
 }
 
 impl Snapshot {

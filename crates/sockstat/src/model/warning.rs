@@ -52,12 +52,17 @@ macro_rules! warning_codes {
 }
 
 warning_codes! {
-    /// Some sockets may be held by processes whose fd tables these privileges cannot read.
+    /// Some of the sockets listed may be held by processes whose fd tables these privileges
+    /// cannot read; the count is those sockets.
     OwnersHidden => "owners-hidden",
     /// The owner scan failed as a whole: no socket has its holders.
     OwnersUnavailable => "owners-unavailable",
+    /// Processes an owner filter (`--pid`, `--command`, `--user`) selects could not be read:
+    /// the sockets only they hold are not listed; `count` is the processes.
+    SelectedUnreadable => "selected-unreadable",
     /// Some processes' fd tables could not be read for another reason than privileges (too
-    /// many open files, no memory): sockets they hold may show no holder.
+    /// many open files, no memory): sockets listed may show no holder, or only some; the count
+    /// is those sockets.
     OwnersIncomplete => "owners-incomplete",
     /// `--owner-scan bpf` could not run; /proc was scanned instead.
     OwnerScanBpfUnavailable => "owner-scan-bpf-unavailable",
@@ -66,7 +71,7 @@ warning_codes! {
     /// The user database did not answer in time: some users are shown as numbers.
     UsersUnresolved => "users-unresolved",
     /// TIME-WAIT entries were left out on purpose (`-T` without `--time-wait`); the count is
-    /// the namespace's.
+    /// how many the listing would have shown.
     TimeWaitHidden => "time-wait-hidden",
     /// A protocol this kernel lacks (no module, no diag support) was not listed.
     ProtoUnavailable => "proto-unavailable",
@@ -78,6 +83,9 @@ warning_codes! {
     ProcNetUnreadable => "proc-net-unreadable",
     /// A /proc/net file had lines that could not be parsed; they were skipped.
     ProcNetMalformed => "proc-net-malformed",
+    /// A column of some listed sockets is not shown: the source they were read from
+    /// (`/proc/net` text) does not give it. One warning per column; `count` is the sockets.
+    ColumnUnavailable => "column-unavailable",
     /// `--record-netlink` could not write its recording.
     RecordFailed => "record-failed",
     /// A dump answered from /proc/net text was not recorded.

@@ -5,7 +5,6 @@
 
 use std::io::{self, Write};
 
-use super::fmt::write_endpoint;
 use super::{row_uid, rows, sanitize, unix_holders, user_label, Options};
 use crate::model::Snapshot;
 
@@ -58,7 +57,11 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
                 .unwrap_or_default(),
             o.map(|o| o.pid.to_string()).unwrap_or_default(),
             o.map(|o| o.fd.to_string()).unwrap_or_default(),
-            s.proto_label().to_string(),
+            {
+                tmp.clear();
+                super::fmt::write_proto(&mut tmp, s);
+                tmp.clone()
+            },
             {
                 tmp.clear();
                 super::fmt::write_local(&mut tmp, s, snap, &holders);
@@ -66,7 +69,7 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
             },
             {
                 tmp.clear();
-                write_endpoint(&mut tmp, s.remote.as_ref(), &holders);
+                super::fmt::write_foreign(&mut tmp, s, &holders);
                 tmp.clone()
             },
             s.state.name().into_owned(),

@@ -44,11 +44,15 @@ fn push_line(
             out.push(' ');
         }
     }
-    out.push_str(s.proto_label());
+    fmt::write_proto(out, s);
     out.push(' ');
     fmt::write_local(out, s, snap, &UnixHolders::default());
     out.push(' ');
-    push_endpoint(out, s.remote.as_ref(), snap, holders);
+    if s.proto == crate::model::Proto::Other {
+        fmt::write_foreign(out, s, &UnixHolders::default());
+    } else {
+        push_endpoint(out, s.remote.as_ref(), snap, holders);
+    }
     out.push(' ');
     out.push_str(&s.state.name());
     out.push(' ');

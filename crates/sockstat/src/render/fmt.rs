@@ -355,7 +355,57 @@ impl Display for EndpointText<'_> {
                 }
                 Ok(())
             }
+            Some(Endpoint::Netlink {
+                protocol,
+                port_id,
+                group,
+            }) => {
+                write_netlink_protocol(f, *protocol)?;
+                match (port_id, group) {
+                    (0, 0) => f.write_str(":kernel"),
+                    (0, g) => write!(f, ":group {g}"),
+                    (p, _) => write!(f, ":{p}"),
+                }
+            }
+            // Known only from an fd: no table gave its addresses.
+            Some(Endpoint::Unlisted(_)) => f.write_str("?"),
         }
+    }
+}
+
+/// A netlink protocol as the table writes it: its `NETLINK_*` name in lower case without the
+/// prefix (`route`, `generic`, `kobject_uevent`), or its number.
+fn write_netlink_protocol(f: &mut fmt::Formatter<'_>, protocol: u8) -> fmt::Result {
+    match sockstat_wire::netlink_diag::protocol_name(protocol) {
+        Some(name) => {
+            let short = name.strip_prefix("NETLINK_").unwrap_or(name);
+            for c in short.chars() {
+                write!(f, "{}", c.to_ascii_lowercase())?;
+            }
+            Ok(())
+        }
+        None => write!(f, "{protocol}"),
+    }
+}
+
+/// The PROTO column: [`Socket::proto_label`], or, for a socket no table lists, the kernel's
+/// name of its protocol (`PINGv6`, escaped for a terminal; `?` when it could not be read).
+pub(crate) fn write_proto(out: &mut String, s: &Socket) {
+    match (&s.local, s.proto) {
+        (Endpoint::Unlisted(name), crate::model::Proto::Other) => match name {
+            Some(n) => out.push_str(&sanitize::for_terminal(n.as_bytes())),
+            None => out.push('?'),
+        },
+        _ => out.push_str(s.proto_label()),
+    }
+}
+
+/// The FOREIGN column: [`write_endpoint`] of the remote end, or `?` for a socket no table lists
+/// (whether it has a remote end is not known).
+pub(crate) fn write_foreign(out: &mut String, s: &Socket, holders: &UnixHolders) {
+    match s.local {
+        Endpoint::Unlisted(_) => out.push('?'),
+        _ => write_endpoint(out, s.remote.as_ref(), holders),
     }
 }
 

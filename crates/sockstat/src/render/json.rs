@@ -60,6 +60,12 @@ pub(crate) struct JsonEndpoint<'a> {
     ifindex: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     interface: Option<&'a str>,
+    /// A netlink address's port id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    port_id: Option<u32>,
+    /// The multicast group a connected netlink socket named (remote end, when not 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<u32>,
     /// Every holder of a unix peer (`remote` only), whatever the filters selected.
     #[serde(skip_serializing_if = "Option::is_none")]
     peer_owners: Option<Vec<JsonOwner<'a>>>,
@@ -116,6 +122,19 @@ pub(crate) fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
             ifindex: Some(*ifindex),
             ..Default::default()
         },
+        Endpoint::Netlink {
+            protocol,
+            port_id,
+            group,
+        } => JsonEndpoint {
+            protocol: Some(u16::from(*protocol)),
+            protocol_name: sockstat_wire::netlink_diag::protocol_name(*protocol),
+            port_id: Some(*port_id),
+            group: (*group != 0).then_some(*group),
+            ..Default::default()
+        },
+        // No address is known; the kernel's protocol name is the socket's `kernel_protocol`.
+        Endpoint::Unlisted(_) => JsonEndpoint::default(),
     }
 }
 
@@ -153,6 +172,11 @@ pub(crate) struct JsonSocket<'a> {
     user: Option<&'a str>,
     owners_status: OwnersStatus,
     owners: Vec<JsonOwner<'a>>,
+    /// Kind `other` only: the kernel's name of its protocol.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_protocol: Option<std::borrow::Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_protocol_hex: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timer: Option<JsonTimer>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -316,6 +340,13 @@ pub(crate) fn socket_in<'a>(
             r.peer_owners = Some(owner_objects(snap, held, opts));
         }
     }
+    let (kernel_protocol, kernel_protocol_hex) = match s.kernel_protocol() {
+        Some(name) => {
+            let t = text(name.as_bytes());
+            (Some(t.text), t.hex)
+        }
+        None => (None, None),
+    };
     JsonSocket {
         zone: snap.zone_of(s),
         id: s.id,
@@ -332,6 +363,8 @@ pub(crate) fn socket_in<'a>(
         user: s.uid.and_then(|u| snap.user_name(u)),
         owners_status: s.owners_status,
         owners: owners(snap, s, opts),
+        kernel_protocol,
+        kernel_protocol_hex,
         timer: timer(s, opts),
         tcp: s.tcp.as_deref().filter(|_| opts.tcp || opts.congestion),
         memory: s.memory.as_deref().filter(|_| opts.memory),

@@ -23,7 +23,7 @@ use crate::counters::{describe, CounterSet};
 use crate::diagnose::{Finding, RuleId, Severity};
 use crate::events::drops::Drops;
 use crate::events::metrics::EventMetrics;
-use crate::model::{Endpoint, Family, Proto, Snapshot, Socket, State};
+use crate::model::{Endpoint, Family, OwnersStatus, Proto, Snapshot, Socket, State};
 use crate::ports::{Destination, PortsReport};
 use crate::render::event_metrics::EventZone;
 use crate::sample::ZoneSample;
@@ -338,7 +338,9 @@ fn write_listeners(
                 commands(snap, s),
             );
             zones.insert(zone);
-            if key.4 == UNKNOWN_COMMAND {
+            // Not every holder named: none could be (`?`), or a process that could not be
+            // read may hold it besides those named (`partial`, the listing's `?` row).
+            if key.4 == UNKNOWN_COMMAND || s.owners_status == OwnersStatus::Partial {
                 *unknown.entry(key.0).or_default() += 1;
             }
             let e = by.entry(key).or_default();
@@ -381,8 +383,10 @@ fn write_listeners(
         out,
         "sockstat_listeners_command_unknown",
         "gauge",
-        "Listening sockets whose holding process could not be named (command=\"?\"): another \
-         user's process without CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, or a kernel socket.",
+        "Listening sockets not every holder of which could be named: none could (command=\"?\"), \
+         or a process that could not be read may hold it besides those named (owners_status \
+         partial); without CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, other users' processes \
+         cannot be read.",
     )?;
     for zone in zones {
         let n = unknown.get(zone).copied().unwrap_or(0);
@@ -854,6 +858,24 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("command=\"\""), "{text}");
+    }
+
+    /// Issue 31: a listener `partial` to the scan (its named holders may not be all) is
+    /// labelled with the holders named, and counted among those not every holder of which
+    /// could be named, as the listing's `?` row after its holders says.
+    #[test]
+    fn a_partial_listener_is_named_and_counted() {
+        let mut snap = snapshot(b"nginx");
+        snap.sockets[2].owners_status = OwnersStatus::Partial;
+        let text = render_one(&unzoned(snap), None);
+        assert!(
+            text.contains("address=\"::1\",port=\"22\",command=\"nginx\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("sockstat_listeners_command_unknown{zone=\"global\"} 1\n"),
+            "{text}"
+        );
     }
 
     #[test]

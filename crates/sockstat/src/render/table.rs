@@ -9,8 +9,7 @@ use std::io::{self, Write};
 use unicode_width::UnicodeWidthStr;
 
 use super::{
-    fmt, fmt::write_endpoint, indexed_rows, indexed_rows_in, row_uid_of, sanitize, unix_holders,
-    user_label, Options,
+    fmt, indexed_rows, indexed_rows_in, row_uid_of, sanitize, unix_holders, user_label, Options,
 };
 use crate::model::{Owner, Snapshot, Socket, State};
 
@@ -574,8 +573,8 @@ impl Filler<'_, '_> {
         // waiting in a listener's accept queue, an orphan being closed: no inode, so no fd can
         // point at it) is named by its state, `(time-wait)`, `(accept-queue)`, with `-` for the
         // user, pid and fd: recognisable without -s, and never taken for a connection whose
-        // holder is unknown (`?`).
-        let kernel_only = o.is_none() && s.id.is_none();
+        // holder is unknown (`?`). So is one of the kernel's own netlink sockets, `(kernel)`.
+        let kernel_only = o.is_none() && (s.id.is_none() || s.is_kernel_socket());
         let cell = &mut self.cell;
         let holders = self.holders;
         let users = &mut self.users;
@@ -599,6 +598,7 @@ impl Filler<'_, '_> {
             },
             Col::Command => match looked_up.and_then(|p| p.command.as_ref()) {
                 Some(c) => cell.push_str(&sanitize::for_terminal(c.as_bytes())),
+                None if kernel_only && s.is_kernel_socket() => cell.push_str("(kernel)"),
                 None if kernel_only => match s.state {
                     // A connection the kernel completed that the listener has not accepted.
                     State::Established | State::CloseWait => cell.push_str("(accept-queue)"),
@@ -619,9 +619,9 @@ impl Filler<'_, '_> {
                 None if kernel_only => cell.push('-'),
                 None => cell.push('?'),
             },
-            Col::Proto => cell.push_str(s.proto_label()),
+            Col::Proto => fmt::write_proto(cell, s),
             Col::Local => fmt::write_local(cell, s, snap, holders),
-            Col::Foreign => write_endpoint(cell, s.remote.as_ref(), holders),
+            Col::Foreign => fmt::write_foreign(cell, s, holders),
             Col::State => cell.push_str(&s.state.name()),
             Col::Cgroup => match s.cgroup_id.map(|id| snap.cgroups.get(&id)) {
                 Some(Some(path)) => cell.push_str(&sanitize::for_terminal(path.as_bytes())),

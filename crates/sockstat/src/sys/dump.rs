@@ -10,7 +10,7 @@ use std::path::Path;
 use rustc_hash::FxHashSet;
 use sockstat_wire::bytecode::{self, Cond, Expr, Side};
 use sockstat_wire::inet_diag::{self, InetDiagReq};
-use sockstat_wire::{packet_diag, proc_net, unix_diag};
+use sockstat_wire::{netlink_diag, packet_diag, proc_net, unix_diag};
 
 use crate::error::Error;
 use crate::model::tcp::{Memory, TcpDetails, TcpInfo};
@@ -42,6 +42,10 @@ pub struct Gathered {
     /// TIME-WAIT entries left out by `Query::hide_time_wait` (the namespace's count from
     /// `sockstat`), when it could be read.
     pub hidden_time_wait: u64,
+    /// The inodes of sockets the tables gave that the query's socket filters left out (kept
+    /// when no `-P` is given: a socket the owner scan meets that no table listed is then a row,
+    /// `sys::unlisted`, and one a filter left out must not be taken for one).
+    pub left_out: Vec<u64>,
 }
 
 /// The names of the interfaces `sockets` refer to (a packet socket's interface, a bound
@@ -81,6 +85,7 @@ enum Target {
     Inet(Proto, Family),
     Unix,
     Packet,
+    Netlink,
 }
 
 impl Target {
@@ -98,12 +103,13 @@ impl Target {
                     Proto::Sctp => 4,
                     Proto::Mptcp => 5,
                     Proto::Icmp => 8,
-                    Proto::Unix | Proto::Packet => 9,
+                    Proto::Unix | Proto::Packet | Proto::Netlink | Proto::Other => 9,
                 };
                 10 + 2 * i + u32::from(f == Family::Inet6)
             }
             Target::Unix => 50,
             Target::Packet => 51,
+            Target::Netlink => 52,
         }
     }
 
@@ -113,6 +119,7 @@ impl Target {
             Target::Inet(p, _) => format!("{}6", p.name()),
             Target::Unix => "unix".into(),
             Target::Packet => "packet".into(),
+            Target::Netlink => "netlink".into(),
         }
     }
 }
@@ -125,7 +132,7 @@ fn ipproto(p: Proto) -> u16 {
         Proto::Raw => inet_diag::IPPROTO_RAW,
         Proto::Sctp => inet_diag::IPPROTO_SCTP,
         Proto::Mptcp => inet_diag::IPPROTO_MPTCP,
-        Proto::Icmp | Proto::Unix | Proto::Packet => 0,
+        Proto::Icmp | Proto::Unix | Proto::Packet | Proto::Netlink | Proto::Other => 0,
     }
 }
 
@@ -153,6 +160,13 @@ fn targets(q: &Query) -> Vec<Target> {
                     out.push(Target::Packet)
                 }
             }
+            Proto::Netlink => {
+                if !q.inet_only() {
+                    out.push(Target::Netlink)
+                }
+            }
+            // Known only from processes' fds (`sys::unlisted`): no table to dump.
+            Proto::Other => {}
             p => {
                 if q.families.inet {
                     out.push(Target::Inet(p, Family::Inet));
@@ -362,6 +376,7 @@ impl<'a> Dumps<'a> {
                 part.sockets.shrink_to_fit();
             }
             g.warnings.extend(part.warnings);
+            g.left_out.extend(part.left_out);
         }
         Ok(complete(self.q, self.net_dir, g))
     }
@@ -487,18 +502,66 @@ fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
     // The kernel applied the state mask and the filter program where it could; the rest (-L,
     // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
     // every source selects the same sockets.
-    if q.hide_time_wait && q.states.is_none() && q.wants_proto(Proto::Tcp) {
-        if let Ok(text) = super::procfs::read_to_string(&net_dir.join("sockstat")) {
-            g.hidden_time_wait += sockstat_wire::snmp::sockstat_tcp_field(&text, "tw").unwrap_or(0);
-        }
+    if q.hide_time_wait && q.states.is_none() {
+        g.hidden_time_wait += hidden_time_wait(q, net_dir);
     }
     // Unix peers are named before filtering, so a client keeps its server's name (and
     // `--connected-to PATH` finds it) whether or not the server's end is selected.
     if q.unix_names_needed() {
         fill_unix_peer_names(&mut g.sockets);
     }
-    g.sockets.retain(|s| q.matches_socket(s));
+    let keep_left_out = q.protos.is_none();
+    let mut left_out = std::mem::take(&mut g.left_out);
+    g.sockets.retain(|s| {
+        let keep = q.matches_socket(s);
+        if !keep && keep_left_out {
+            left_out.extend(s.id);
+        }
+        keep
+    });
+    g.left_out = left_out;
     g
+}
+
+/// How many TIME-WAIT entries `q` would show without `hide_time_wait`: none when its other
+/// filters leave every one out (an owner filter: a TIME-WAIT entry has no holder and no uid;
+/// `-l`; no TCP; no inet family), the namespace's count (`/proc/net/sockstat`, free) when none
+/// of them can leave one out, else the entries a dump of TIME-WAIT alone finds that pass them
+/// (its port and address filters applied in the kernel).
+fn hidden_time_wait(q: &Query, net_dir: &Path) -> u64 {
+    let (listening, connected) = (q.listening, q.connected);
+    if !q.wants_proto(Proto::Tcp)
+        || q.filters_owners()
+        || (listening && !connected)
+        || !(q.families.inet || q.families.inet6)
+    {
+        return 0;
+    }
+    let narrowed = q.ports.is_some()
+        || q.sport.is_some()
+        || q.dport.is_some()
+        || q.src.is_some()
+        || q.dst.is_some()
+        || q.no_loopback
+        || q.connected_to.is_some()
+        || !(q.families.inet && q.families.inet6);
+    if !narrowed {
+        return super::procfs::read_to_string(&net_dir.join("sockstat"))
+            .ok()
+            .and_then(|text| sockstat_wire::snmp::sockstat_tcp_field(&text, "tw"))
+            .unwrap_or(0);
+    }
+    let mut tw = q.clone();
+    tw.hide_time_wait = false;
+    tw.states = Some(vec![State::TimeWait]);
+    tw.protos = Some(vec![Proto::Tcp]);
+    tw.families.unix = false;
+    tw.tcp_info = false;
+    tw.congestion = false;
+    tw.memory = false;
+    tw.unix_details = false;
+    tw.record_netlink = None;
+    gather(&tw, 0, net_dir).map_or(0, |g| g.sockets.len() as u64)
 }
 
 /// At most this many dumps at once: past the number of large tables (TCP over two families,
@@ -555,7 +618,7 @@ fn gather_target(
                         code: WarningCode::DumpFailed,
                         count: None,
                         message: format!(
-                            "sock_diag dump of {} failed ({e}); read /proc/net instead (no cookies or TCP internals for these)",
+                            "sock_diag dump of {} failed ({e}); read /proc/net instead (what that text lacks is said below)",
                             t.key()
                         ),
                         details: vec![],
@@ -628,8 +691,14 @@ fn dump_target(
                 },
             }
             .encode(seq),
+            // MEMINFO for the queues (recv_q, send_q): without it packet_diag sends none.
             Target::Packet => packet_diag::PacketDiagReq {
-                show: packet_diag::show::INFO,
+                show: packet_diag::show::INFO | packet_diag::show::MEMINFO,
+            }
+            .encode(seq),
+            Target::Netlink => netlink_diag::NetlinkDiagReq {
+                protocol: netlink_diag::NDIAG_PROTO_ALL,
+                show: netlink_diag::show::MEMINFO,
             }
             .encode(seq),
         };
@@ -640,6 +709,14 @@ fn dump_target(
                 Target::Inet(proto, _) => socket_from_inet(&inet_diag::decode_msg(payload)?, proto),
                 Target::Unix => socket_from_unix(&unix_diag::decode_msg(payload)?),
                 Target::Packet => socket_from_packet(&packet_diag::decode_msg(payload)?),
+                Target::Netlink => {
+                    let s = socket_from_netlink(&netlink_diag::decode_msg(payload)?);
+                    // This process's own sock_diag sockets, which exist only while it reads.
+                    if s.id.is_some_and(netlink::is_own_socket) {
+                        return Ok(());
+                    }
+                    s
+                }
             };
             if let Some(c) = s.cookie {
                 if !seen.insert(c) {
@@ -829,6 +906,39 @@ pub(crate) fn socket_from_packet(m: &packet_diag::PacketDiagMsg) -> Socket {
     }
 }
 
+/// Builds a socket from a netlink_diag record. netlink_diag gives no uid (the owner scan reads
+/// a held one's from its holder's fd: `sys::unlisted`).
+pub(crate) fn socket_from_netlink(m: &netlink_diag::NetlinkDiagMsg) -> Socket {
+    let memory = m.meminfo.map(Memory::from);
+    Socket {
+        id: (m.inode != 0).then_some(u64::from(m.inode)),
+        cookie: Some(m.cookie),
+        recv_q: memory.as_ref().map_or(0, |x| x.rmem_alloc_bytes),
+        send_q: memory.as_ref().map_or(0, |x| x.wmem_alloc_bytes),
+        memory: memory.map(Box::new),
+        ..Socket::new(
+            Proto::Netlink,
+            Family::Netlink,
+            SockType::from_kernel(m.sock_type).unwrap_or(SockType::Raw),
+            if m.connected() {
+                State::Established
+            } else {
+                State::Unconn
+            },
+            Endpoint::Netlink {
+                protocol: m.protocol,
+                port_id: m.portid,
+                group: 0,
+            },
+            m.connected().then_some(Endpoint::Netlink {
+                protocol: m.protocol,
+                port_id: m.dst_portid,
+                group: m.dst_group,
+            }),
+        )
+    }
+}
+
 fn proc_file(t: Target) -> Vec<&'static str> {
     match t {
         Target::Inet(Proto::Tcp, Family::Inet) => vec!["tcp"],
@@ -843,6 +953,7 @@ fn proc_file(t: Target) -> Vec<&'static str> {
         Target::Inet(Proto::Icmp, _) => vec!["icmp6"],
         Target::Unix => vec!["unix"],
         Target::Packet => vec!["packet"],
+        Target::Netlink => vec!["netlink"],
         _ => vec![],
     }
 }
@@ -896,6 +1007,7 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
             Target::Inet(proto, family) => read_proc_inet(&text, proto, family, g),
             Target::Unix => read_proc_unix(&text, g),
             Target::Packet => read_proc_packet(&text, g),
+            Target::Netlink => read_proc_netlink(&text, g),
         };
         if bad > 0 {
             g.warnings.push(Warning {
@@ -909,15 +1021,23 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
             });
         }
         // The kernel applied the state mask and the filter program; do it here too.
+        let keep_left_out = q.protos.is_none();
+        let mut left_out = Vec::new();
         let kept: Vec<Socket> = g
             .sockets
             .drain(before..)
             .filter(|s| {
                 let proto = s.proto;
-                s.state.kernel_mask() & q.kernel_states(proto) != 0 && q.matches_socket(s)
+                let keep =
+                    s.state.kernel_mask() & q.kernel_states(proto) != 0 && q.matches_socket(s);
+                if !keep && keep_left_out {
+                    left_out.extend(s.id);
+                }
+                keep
             })
             .collect();
         g.sockets.extend(kept);
+        g.left_out.append(&mut left_out);
     }
 }
 
@@ -1067,6 +1187,169 @@ fn read_proc_packet(text: &[u8], g: &mut Gathered) -> usize {
         });
     }
     bad
+}
+
+/// `/proc/net/netlink`: no socket type, state, destination or cookie (netlink_diag has them);
+/// every socket is shown unconnected, as a raw socket.
+fn read_proc_netlink(text: &[u8], g: &mut Gathered) -> usize {
+    let text = String::from_utf8_lossy(text);
+    let mut bad = 0;
+    for entry in proc_net::parse_netlink_table(&text) {
+        let Ok(e) = entry else {
+            bad += 1;
+            continue;
+        };
+        g.sockets.push(Socket {
+            id: (e.inode != 0).then_some(e.inode),
+            recv_q: e.rmem,
+            send_q: e.wmem,
+            ..Socket::new(
+                Proto::Netlink,
+                Family::Netlink,
+                SockType::Raw,
+                State::Unconn,
+                Endpoint::Netlink {
+                    protocol: e.protocol,
+                    port_id: e.portid,
+                    group: 0,
+                },
+                None,
+            )
+        });
+    }
+    bad
+}
+
+/// A column some `/proc/net` text does not give: one warning each, counting the shown sockets
+/// that lack it ([`column_warnings`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Column {
+    Cookie,
+    Uid,
+    Peer,
+    Queues,
+    Backlog,
+    BoundInterface,
+    NetlinkState,
+    Cgroup,
+    TcpInternals,
+    Memory,
+}
+
+impl Column {
+    /// What is missing, as the warning says it.
+    fn what(self) -> &'static str {
+        match self {
+            Column::Cookie => "cookie (the identity --events and a series join on)",
+            Column::Uid => "uid",
+            Column::Peer => "peer (FOREIGN ADDRESS)",
+            Column::Queues => "queues (recv_q, send_q)",
+            Column::Backlog => "backlog (send_q of a LISTEN socket)",
+            Column::BoundInterface => {
+                "bound interface (SO_BINDTODEVICE, the %dev of LOCAL ADDRESS)"
+            }
+            Column::NetlinkState => "state, type and peer",
+            Column::Cgroup => "cgroup",
+            Column::TcpInternals => "TCP internals (-T, -C)",
+            Column::Memory => "socket memory (-m)",
+        }
+    }
+}
+
+/// The `/proc/net` file a socket read from text came from.
+fn text_source(s: &Socket) -> &'static str {
+    match (s.proto, s.family == Family::Inet6) {
+        (Proto::Tcp, false) => "tcp",
+        (Proto::Tcp, true) => "tcp6",
+        (Proto::Udp, false) => "udp",
+        (Proto::Udp, true) => "udp6",
+        (Proto::Udplite, false) => "udplite",
+        (Proto::Udplite, true) => "udplite6",
+        (Proto::Raw, false) => "raw",
+        (Proto::Raw, true) => "raw6",
+        (Proto::Icmp, false) => "icmp",
+        (Proto::Icmp, true) => "icmp6",
+        (Proto::Unix, _) => "unix",
+        (Proto::Packet, _) => "packet",
+        (Proto::Netlink, _) => "netlink",
+        (Proto::Sctp | Proto::Mptcp | Proto::Other, _) => "",
+    }
+}
+
+/// The columns a socket read from `/proc/net` text lacks, for what the query shows.
+fn missing_columns(q: &Query, s: &Socket) -> Vec<Column> {
+    let mut v = vec![Column::Cookie];
+    match s.proto {
+        Proto::Unix => {
+            v.push(Column::Uid);
+            if q.unix_names_needed() {
+                v.push(Column::Peer);
+            }
+            v.push(Column::Queues);
+        }
+        Proto::Netlink => v.push(Column::NetlinkState),
+        Proto::Packet => {}
+        _ => {
+            if s.proto == Proto::Tcp && s.state == State::Listen {
+                v.push(Column::Backlog);
+            }
+            v.push(Column::BoundInterface);
+            if q.cgroups {
+                v.push(Column::Cgroup);
+            }
+            if s.proto == Proto::Tcp && (q.tcp_info || q.congestion) {
+                v.push(Column::TcpInternals);
+            }
+        }
+    }
+    if q.memory && (s.proto == Proto::Unix || s.proto.is_inet()) {
+        v.push(Column::Memory);
+    }
+    v
+}
+
+/// One `column-unavailable` warning for each column that `/proc/net` text left out of the
+/// sockets `shown` (those read from it: `--source proc`, a failed dump, ping sockets, which no
+/// sock_diag module lists, a zone read through a member's `/proc/PID/net`): which column, which
+/// files, how many of the shown sockets. A socket from text is one without a cookie that a
+/// table gave (every dump gives a cookie).
+pub(crate) fn column_warnings(q: &Query, shown: &[Socket]) -> Vec<Warning> {
+    let mut by: std::collections::BTreeMap<Column, (u64, std::collections::BTreeSet<&str>)> =
+        std::collections::BTreeMap::new();
+    for s in shown
+        .iter()
+        .filter(|s| s.cookie.is_none() && s.proto != Proto::Other)
+    {
+        let file = text_source(s);
+        for c in missing_columns(q, s) {
+            let e = by.entry(c).or_default();
+            e.0 += 1;
+            e.1.insert(file);
+        }
+    }
+    by.into_iter()
+        .map(|(c, (n, files))| {
+            let why = if files.iter().all(|f| f.starts_with("icmp")) {
+                "no sock_diag module lists ping sockets"
+            } else if q.source == Source::Proc {
+                "sock_diag gives it; --source proc reads the text instead"
+            } else {
+                "sock_diag gives it, but could not be used for them (see the other warnings)"
+            };
+            let files: Vec<String> = files.iter().map(|f| format!("/proc/net/{f}")).collect();
+            let verb = if files.len() == 1 { "does" } else { "do" };
+            Warning::new(
+                WarningCode::ColumnUnavailable,
+                format!(
+                    "the {} of {} is not shown: {} {verb} not give it ({why})",
+                    c.what(),
+                    crate::model::counted(n as usize, "socket", "sockets"),
+                    files.join(", "),
+                ),
+            )
+            .count(n)
+        })
+        .collect()
 }
 
 /// Fills each connected unix socket's peer name from the peer's own record.

@@ -18,6 +18,7 @@ pub mod sysctl;
 pub mod taskfile;
 pub mod tcp_events;
 pub mod timing;
+pub mod unlisted;
 pub mod users;
 
 use crate::model::{counted, WarningCode};
@@ -174,10 +175,12 @@ pub(crate) fn collect_in(
         OwnerPlan::All | OwnerPlan::Candidates => std::thread::scope(|s| {
             let scanner = s.spawn(|| {
                 let scan = timing::phase("owner scan", || match plan {
-                    // Only the selected processes' fd tables: /proc reads no other.
-                    OwnerPlan::Candidates => {
-                        (owners::scan(&q.proc_root, q, scan_threads(), None), None)
-                    }
+                    // Only the selected processes' fd tables: /proc reads no other (but learns
+                    // which it could not have read).
+                    OwnerPlan::Candidates => (
+                        owners::scan_candidates(&q.proc_root, q, scan_threads()),
+                        None,
+                    ),
                     _ => owners::scan_any(q, scan_threads(), walk_threads(true), None),
                 });
                 if let Some(d) = shared {
@@ -215,6 +218,7 @@ pub(crate) fn collect_in(
             .map(|(i, n)| ((None, i), n)),
     );
     let mut sockets = gathered.sockets;
+    let left_out = std::mem::take(&mut gathered.left_out);
     if gathered.hidden_time_wait > 0 {
         snap.warnings.push(
             Warning::new(
@@ -245,6 +249,8 @@ pub(crate) fn collect_in(
         scan
     });
     let mut index = None;
+    let mut unseen = None;
+    let mut args_stuck = Vec::new();
     match scan {
         None => {
             for s in &mut sockets {
@@ -253,7 +259,7 @@ pub(crate) fn collect_in(
         }
         Some(Err(e)) => {
             for s in &mut sockets {
-                s.owners_status = if s.id.is_some() {
+                s.owners_status = if s.id.is_some() && !s.is_kernel_socket() {
                     OwnersStatus::Hidden
                 } else {
                     OwnersStatus::None
@@ -267,43 +273,47 @@ pub(crate) fn collect_in(
             });
         }
         Some(Ok(scan)) => {
-            if !scan.args_stuck.is_empty() {
-                snap.warnings.push(Warning {
-                    code: WarningCode::ArgsUnavailable,
-                    count: Some(scan.args_stuck.len() as u64),
-                    message: format!(
-                        "the arguments of {} could not be read within {:.2} s: their \
-                         memory map is locked (a process stuck in a page fault, e.g. on a hung \
-                         NFS or FUSE file); ARGS shows ? for them",
-                        counted(scan.args_stuck.len(), "process", "processes"),
-                        owners::ARGS_ONE_READ.as_secs_f64()
-                    ),
-                    details: scan
-                        .args_stuck
-                        .iter()
-                        .map(|pid| format!("pid {pid}"))
-                        .collect(),
+            args_stuck = scan.args_stuck;
+            let seen = unseen_of(q, scan.unreadable, &scan.failed);
+            let mut processes = scan.processes;
+            let mut owner_index = OwnerIndex::new(scan.holders);
+            if unlisted::wanted(q, plan) {
+                let found = timing::phase("unlisted", || {
+                    unlisted::sockets(q, &owner_index, &sockets, &left_out, &snap.zones)
                 });
+                if !found.is_empty() {
+                    let sort_now = q.sorted && plan != OwnerPlan::Candidates;
+                    if sort_now && snap.zones.is_empty() {
+                        // Kind other sorts last (`Proto::Other`): after the others, in order.
+                        let mut found = found;
+                        sort_sockets(&mut found, &snap.zones);
+                        sockets.extend(found);
+                    } else {
+                        sockets.extend(found);
+                        if sort_now {
+                            sort_sockets(&mut sockets, &snap.zones);
+                        }
+                    }
+                }
             }
-            let unseen = Unseen {
-                unreadable: scan.unreadable,
-                failed: scan
-                    .failed
-                    .iter()
-                    .map(|(pid, uid, e)| (*pid, *uid, std::io::Error::from(*e).to_string()))
-                    .collect(),
-                hidepid: owners::hidepid_hides_others(&q.proc_root),
-                euid: rustix::process::geteuid().as_raw(),
-            };
-            let owner_index = OwnerIndex::new(scan.holders);
-            join::join(&mut sockets, &owner_index, &unseen, &scan.processes);
-            snap.processes = scan.processes;
-            snap.warnings.extend(join::warnings(
-                &sockets,
-                &unseen,
-                rustix::process::geteuid().is_root(),
-            ));
+            unlisted::fill_uids(q, &owner_index, &mut sockets);
+            join::join(&mut sockets, &owner_index, &seen, &processes);
+            if plan == OwnerPlan::Candidates {
+                // Only the selected processes were read: complete the holders the listing's
+                // statuses and unix peers depend on, and decide the partial ones again.
+                if let Some(more) = beyond_candidates(q, &sockets, &processes) {
+                    let mut holders = owner_index.holders().to_vec();
+                    holders.extend_from_slice(more.index.holders());
+                    owner_index = OwnerIndex::new(holders);
+                    for (pid, p) in more.processes {
+                        processes.entry(pid).or_insert(p);
+                    }
+                    join::rejoin_partial(&mut sockets, &owner_index, &seen, &processes);
+                }
+            }
+            snap.processes = processes;
             index = Some(owner_index);
+            unseen = Some(seen);
         }
     }
 
@@ -315,8 +325,22 @@ pub(crate) fn collect_in(
         join::order_ties_by_owner(&mut sockets);
     }
     if let Some(index) = &index {
-        peer_owners(q, plan, index, &sockets, &mut snap);
+        peer_owners(q, index, &sockets, &mut snap);
     }
+    // What the listing says about itself is about the sockets it shows: counted after every
+    // filter.
+    if let Some(u) = &unseen {
+        let proc_root = &q.proc_root;
+        let unread = join::unread_selected(q, u, |pid| owners::command_of(proc_root, pid));
+        snap.warnings.extend(join::selected_warning(
+            &unread,
+            u,
+            rustix::process::geteuid().is_root(),
+        ));
+    }
+    snap.owners_unseen = unseen;
+    snap.warnings
+        .extend(shown_warnings(q, &sockets, snap.owners_unseen.as_ref()));
 
     let referenced: rustc_hash::FxHashSet<u32> = sockets
         .iter()
@@ -324,6 +348,21 @@ pub(crate) fn collect_in(
         .chain(snap.peer_owners.values().flatten().map(|o| o.pid))
         .collect();
     snap.processes.retain(|pid, _| referenced.contains(pid));
+    args_stuck.retain(|pid| referenced.contains(pid));
+    if !args_stuck.is_empty() {
+        snap.warnings.push(Warning {
+            code: WarningCode::ArgsUnavailable,
+            count: Some(args_stuck.len() as u64),
+            message: format!(
+                "the arguments of {} could not be read within {:.2} s: their \
+                 memory map is locked (a process stuck in a page fault, e.g. on a hung \
+                 NFS or FUSE file); ARGS shows ? for them",
+                counted(args_stuck.len(), "process", "processes"),
+                owners::ARGS_ONE_READ.as_secs_f64()
+            ),
+            details: args_stuck.iter().map(|pid| format!("pid {pid}")).collect(),
+        });
+    }
     if q.resolve_users {
         let mut uids: HashSet<u32> = sockets.iter().filter_map(|s| s.uid).collect();
         uids.extend(snap.processes.values().filter_map(|p| p.uid));
@@ -351,71 +390,127 @@ pub(crate) fn collect_in(
     Ok(snap)
 }
 
-/// Fills `snap.peer_owners`: the holders of the unix peers of the sockets shown, for the peers
-/// whose holders the listing does not show itself (a peer not listed, or any peer when an owner
-/// filter cut the holder lists). Under [`OwnerPlan::Candidates`] the scan read only the selected
-/// processes, so the peers' holders are found by a second scan for just those inodes (the BPF
-/// iterator where it runs, else every readable fd table); otherwise the scan already looked for
-/// them.
-fn peer_owners(
+/// The warnings that count the sockets `shown` (call it once every filter has chosen them):
+/// those whose holders may be hidden (`owners-hidden`, `owners-incomplete`, from what the owner
+/// scan could not see), and the columns their source did not give (`column-unavailable`).
+pub(crate) fn shown_warnings(q: &Query, shown: &[Socket], unseen: Option<&Unseen>) -> Vec<Warning> {
+    let mut out = match unseen {
+        Some(u) => join::warnings(shown, u, rustix::process::geteuid().is_root()),
+        None => Vec::new(),
+    };
+    out.extend(dump::column_warnings(q, shown));
+    out
+}
+
+/// Counts [`shown_warnings`] again over `snap.sockets`, after a consumer narrowed them
+/// ([`crate::kill::select`]): what was counted over the sockets it left out goes.
+pub(crate) fn recount_shown_warnings(q: &Query, snap: &mut Snapshot) {
+    use WarningCode::{ColumnUnavailable, OwnersHidden, OwnersIncomplete};
+    snap.warnings
+        .retain(|w| !matches!(w.code, OwnersHidden | OwnersIncomplete | ColumnUnavailable));
+    let again = shown_warnings(q, &snap.sockets, snap.owners_unseen.as_ref());
+    snap.warnings.extend(again);
+}
+
+/// What a scan could not see, as [`join::join`] takes it: the processes it could not read
+/// (`unreadable`, `failed`), whether `hidepid` hides others, and whose eyes these are.
+pub(crate) fn unseen_of(
     q: &Query,
-    plan: OwnerPlan,
-    index: &OwnerIndex,
-    sockets: &[Socket],
-    snap: &mut Snapshot,
-) {
+    unreadable: Vec<(u32, Option<u32>)>,
+    failed: &[(u32, Option<u32>, rustix::io::Errno)],
+) -> Unseen {
+    Unseen {
+        unreadable,
+        failed: failed
+            .iter()
+            .map(|(pid, uid, e)| (*pid, *uid, std::io::Error::from(*e).to_string()))
+            .collect(),
+        hidepid: owners::hidepid_hides_others(&q.proc_root),
+        euid: rustix::process::geteuid().as_raw(),
+    }
+}
+
+/// Fills `snap.peer_owners`: every holder of the unix peers of the sockets shown, for the peers
+/// whose holders the listing does not show in full itself: a peer not listed, or, when an owner
+/// filter (`--pid`, `--user`, `--command`) cut the holder lists, any peer. `index` holds every
+/// peer's holders (under [`OwnerPlan::Candidates`], from [`beyond_candidates`]).
+fn peer_owners(q: &Query, index: &OwnerIndex, sockets: &[Socket], snap: &mut Snapshot) {
     let mut peers: Vec<u64> = sockets.iter().filter_map(unix_peer).collect();
     if peers.is_empty() {
         return;
     }
     peers.sort_unstable();
     peers.dedup();
-    if plan != OwnerPlan::Candidates {
-        // The full holder lists of the sockets shown are in `sockets`; the others come from the
-        // index, which holds every peer's holders.
-        let mut shown: Vec<u64> = sockets
+    let mut shown: Vec<u64> = Vec::new();
+    if !q.filters_owners() {
+        shown = sockets
             .iter()
             .filter(|s| s.proto == crate::model::Proto::Unix)
             .filter_map(|s| s.id)
             .collect();
         shown.sort_unstable();
-        for p in peers
-            .into_iter()
-            .filter(|p| shown.binary_search(p).is_err())
-        {
-            let held = index.holders_of(p);
-            if !held.is_empty() {
-                snap.peer_owners
-                    .insert(p, held.iter().map(|h| h.owner).collect());
-            }
-        }
-        return;
     }
-    // Only the selected processes were read: a peer's other holders need the second scan
-    // (even for a peer a selected process holds, whose list may go on elsewhere).
-    let _ = index;
-    let rest = peers;
+    for p in peers
+        .into_iter()
+        .filter(|p| shown.binary_search(p).is_err())
+    {
+        let held = index.holders_of(p);
+        if !held.is_empty() {
+            snap.peer_owners
+                .insert(p, held.iter().map(|h| h.owner).collect());
+        }
+    }
+}
+
+/// What [`beyond_candidates`] found.
+struct Beyond {
+    index: OwnerIndex,
+    processes: std::collections::HashMap<u32, crate::model::Process>,
+}
+
+/// Under [`OwnerPlan::Candidates`] the scan read only the fd tables of the processes `--pid` or
+/// `--command` select. What the listing shows of the sockets they hold must not depend on
+/// that: a socket that comes out `partial` from their holders alone may have its creator among
+/// other processes' holders (then it is `known`, as in the full listing), and a unix peer's
+/// holders are every process's. One more scan, of every process, looks for just those inodes
+/// (cheap through the BPF iterator; through `/proc`, as without root, it reads every fd table
+/// the reader may read). `None` when nothing needs it, or the scan failed (the peers then
+/// show as inodes, and a partial socket stays partial: less is never shown as complete).
+fn beyond_candidates(
+    q: &Query,
+    sockets: &[Socket],
+    processes: &std::collections::HashMap<u32, crate::model::Process>,
+) -> Option<Beyond> {
+    let selected = |s: &Socket| {
+        s.owners
+            .iter()
+            .any(|o| q.matches_owner(o, processes.get(&o.pid)))
+    };
+    let mut wanted: Vec<u64> = sockets
+        .iter()
+        .filter(|s| selected(s))
+        .flat_map(|s| {
+            let partial = (s.owners_status == OwnersStatus::Partial).then_some(s.id);
+            partial.flatten().into_iter().chain(unix_peer(s))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
     let mut all = q.clone();
     all.pids = None;
     all.command = None;
     all.uid = None;
     let (scan, _) = timing::phase("peer owner scan", || {
-        owners::scan_any(&all, scan_threads(), walk_threads(false), Some(&rest))
+        owners::scan_any(&all, scan_threads(), walk_threads(false), Some(&wanted))
     });
-    // Without it the peers show as inodes, as they would with their holders hidden.
-    let Ok(scan) = scan else { return };
-    let found = OwnerIndex::new(scan.holders);
-    for p in rest {
-        let held = found.holders_of(p);
-        if !held.is_empty() {
-            // Every holder, as the unfiltered listing shows them.
-            snap.peer_owners
-                .insert(p, held.iter().map(|h| h.owner).collect());
-        }
-    }
-    for (pid, proc_) in scan.processes {
-        snap.processes.entry(pid).or_insert(proc_);
-    }
+    let scan = scan.ok()?;
+    Some(Beyond {
+        index: OwnerIndex::new(scan.holders),
+        processes: scan.processes,
+    })
 }
 
 /// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.
@@ -565,6 +660,7 @@ fn gather_zones(
         all.sockets.append(&mut g.sockets);
         all.warnings.append(&mut g.warnings);
         all.hidden_time_wait += g.hidden_time_wait;
+        all.left_out.append(&mut g.left_out);
         all.zone_interfaces
             .extend(g.interfaces.into_iter().map(|(i, n)| ((Some(t.key), i), n)));
     }
@@ -656,7 +752,7 @@ impl SortKey {
 }
 
 /// A non-decreasing image of a remote end in the order `Option<Endpoint>` sorts: the kind
-/// (none, inet, unix name, unix peer, packet), then a unix peer's inode; what it leaves equal
+/// (none, inet, unix name, unix peer, packet, netlink, unlisted), then a unix peer's inode; what it leaves equal
 /// the whole key settles.
 fn remote_image(e: Option<&Endpoint>) -> u64 {
     const KIND: u32 = 60;
@@ -666,6 +762,8 @@ fn remote_image(e: Option<&Endpoint>) -> u64 {
         Some(Endpoint::Unix(_)) => 2 << KIND,
         Some(Endpoint::UnixPeer { peer, .. }) => (3 << KIND) | (*peer).min((1 << KIND) - 1),
         Some(Endpoint::Packet { .. }) => 4 << KIND,
+        Some(Endpoint::Netlink { .. }) => 5 << KIND,
+        Some(Endpoint::Unlisted(_)) => 6 << KIND,
     }
 }
 

@@ -94,16 +94,52 @@ pub trait Transport {
 #[derive(Default)]
 pub struct Kernel {
     fd: Option<OwnedFd>,
+    /// The inode of `fd`, while it is registered in [`OWN_SOCKETS`].
+    inode: Option<u64>,
+}
+
+/// The inodes of the sock_diag sockets this process has open to read the tables: a netlink
+/// dump leaves them out (they are sockstat's own, and exist only while it reads), as they are
+/// in the very table they read.
+static OWN_SOCKETS: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+fn own_sockets() -> std::sync::MutexGuard<'static, Vec<u64>> {
+    OWN_SOCKETS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `inode` is one of this process's own sock_diag sockets ([`Kernel`]'s).
+pub(crate) fn is_own_socket(inode: u64) -> bool {
+    own_sockets().contains(&inode)
+}
+
+impl Kernel {
+    fn forget(&mut self) {
+        if let Some(i) = self.inode.take() {
+            own_sockets().retain(|&x| x != i);
+        }
+        self.fd = None;
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        self.forget();
+    }
 }
 
 impl Transport for Kernel {
     fn start(&mut self, _key: &str, request: &[u8]) -> io::Result<()> {
+        self.forget();
         let fd = rustix::net::socket_with(
             AddressFamily::NETLINK,
             SocketType::RAW,
             SocketFlags::CLOEXEC,
             Some(SOCK_DIAG),
         )?;
+        if let Ok(st) = rustix::fs::fstat(&fd) {
+            own_sockets().push(st.st_ino);
+            self.inode = Some(st.st_ino);
+        }
         rustix::net::sendto(
             &fd,
             request,

@@ -77,6 +77,8 @@ struct Worker<'a> {
     visited: usize,
     /// Only the holders of these sockets (sorted inodes) are kept; `None`: every socket.
     wanted: Option<&'a [u64]>,
+    /// Processes the filters do not select are probed ([`Worker::probe`]) rather than skipped.
+    census: bool,
 }
 
 /// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads,
@@ -89,7 +91,70 @@ pub fn scan(
     threads: usize,
     wanted: Option<&[u64]>,
 ) -> Result<Scan, SysError> {
-    let (proc_fd, pids) = open_and_list(proc_root, query)?;
+    scan_in(proc_root, query, threads, wanted, false)
+}
+
+/// The scan for `--pid` and `--command` (`OwnerPlan::Candidates`): every socket fd of
+/// the processes they select, and of every other process only whether its fd table can be
+/// read (`unreadable`, `failed`), as a full scan would have found: the evidence a socket's
+/// owner status is decided from must not depend on which processes the filter read. That
+/// costs one `readlinkat` of `/proc/PID/fd/0` per other process (`Worker::probe`: the link is
+/// where the kernel's permission and ptrace checks fall, for root too).
+/// Where a BPF scan may run (`query.owner_scan`), the processes `/proc` could not read are
+/// given to the iterator, as the full listing's scan would have read them through it.
+pub fn scan_candidates(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, SysError> {
+    let mut out = scan_in(proc_root, query, threads, None, true)?;
+    if (out.unreadable.is_empty() && out.failed.is_empty())
+        || query.owner_scan == crate::query::OwnerScan::Proc
+    {
+        return Ok(out);
+    }
+    // The BPF iterator reads fd tables that /proc refuses (as root, a process whose ptrace
+    // check fails): those it visits are read, not unseen. Where it cannot run, /proc's answer
+    // stands, as it does for the full listing.
+    let mut again: Vec<u32> = out.unreadable.iter().map(|u| u.0).collect();
+    again.extend(out.failed.iter().map(|f| f.0));
+    again.sort_unstable();
+    again.dedup();
+    let mut those = query.clone();
+    those.pids = Some(again.clone());
+    those.command = None;
+    those.uid = None;
+    if let Ok(b) = scan_bpf(proc_root, &those, 1, None) {
+        out.unreadable
+            .retain(|u| again.binary_search(&u.0).is_err());
+        out.failed.retain(|f| again.binary_search(&f.0).is_err());
+        out.unreadable.extend(b.unreadable);
+        out.failed.extend(b.failed);
+        out.unreadable.sort_unstable();
+        out.failed.sort_unstable_by_key(|f| f.0);
+        // Their holders too: a selected process's sockets, or another holder of a selected
+        // process's socket (which its owner status takes into account, as the full listing's).
+        out.holders.extend(b.holders);
+        out.holders.sort_unstable();
+        out.holders.dedup();
+        for (pid, p) in b.processes {
+            out.processes.entry(pid).or_insert(p);
+        }
+    }
+    Ok(out)
+}
+
+/// [`scan`]; with `census`, every process of `proc_root` is listed, those `query.pids` and
+/// `query.command` select are read in full, and the others only probed (see
+/// [`scan_candidates`]).
+fn scan_in(
+    proc_root: &Path,
+    query: &Query,
+    threads: usize,
+    wanted: Option<&[u64]>,
+    census: bool,
+) -> Result<Scan, SysError> {
+    let (proc_fd, pids) = if census {
+        open_and_list(proc_root, &Query::new())?
+    } else {
+        open_and_list(proc_root, query)?
+    };
     let cursor = AtomicUsize::new(0);
     let threads = threads.clamp(1, 8).min(pids.len().max(1));
     let args = query.args.then(ArgsReader::new);
@@ -100,6 +165,7 @@ pub fn scan(
                 scope.spawn(move || {
                     let mut w = Worker::new(proc_fd, query, args);
                     w.wanted = wanted;
+                    w.census = census;
                     loop {
                         let i = cursor.fetch_add(1, Ordering::Relaxed);
                         let Some(&pid) = pids.get(i) else { break };
@@ -485,11 +551,21 @@ impl<'a> Worker<'a> {
             failed: Vec::new(),
             visited: 0,
             wanted: None,
+            census: false,
         }
     }
 
     fn visit(&mut self, pid: u32) {
         self.visited += 1;
+        if self.census
+            && self
+                .query
+                .pids
+                .as_ref()
+                .is_some_and(|p| p.binary_search(&pid).is_err())
+        {
+            return self.probe(pid);
+        }
         let name = itoa_pid(pid);
         let pdir = match open_dir_at(self.proc_fd, name.as_c_str()) {
             Ok(fd) => fd,
@@ -526,24 +602,11 @@ impl<'a> Worker<'a> {
             // Read what the filters need before paying for the fd walk.
             read_identity(&pdir, &mut process);
             if !self.query.may_match_process(&process) {
-                return;
+                return self.probe(pid);
             }
         }
-        let uid_of = |pdir: &OwnedFd| rustix::fs::fstat(pdir).ok().map(|st| st.st_uid);
-        let fd_dir = match open_dir_at(&pdir, c"fd") {
-            Ok(fd) => fd,
-            Err(Errno::ACCESS | Errno::PERM) => {
-                // A kernel thread holds no files: it is not a process that could hide a socket.
-                if !is_kernel_thread(&pdir) {
-                    self.unreadable.push((pid, uid_of(&pdir)));
-                }
-                return;
-            }
-            Err(Errno::NOENT | Errno::SRCH) => return,
-            Err(e) => {
-                self.failed.push((pid, uid_of(&pdir), e));
-                return;
-            }
+        let Some(fd_dir) = self.open_fds(pid, &pdir) else {
+            return;
         };
         let before = self.holders.len();
         let walk = walk_fds(&fd_dir, pid, &mut self.dirent, &mut self.holders);
@@ -571,6 +634,101 @@ impl<'a> Worker<'a> {
             }
             self.processes.push(process);
         }
+    }
+}
+
+/// The uid that owns a `/proc/PID` directory: the process's effective uid (root's for one that
+/// is not dumpable).
+fn uid_of(pdir: &OwnedFd) -> Option<u32> {
+    rustix::fs::fstat(pdir).ok().map(|st| st.st_uid)
+}
+
+impl Worker<'_> {
+    /// Opens `/proc/PID/fd`, recording a process whose table cannot be opened: unreadable
+    /// (privileges; never a kernel thread, which holds no files), failed (another error), or
+    /// gone (nothing to record).
+    fn open_fds(&mut self, pid: u32, pdir: &OwnedFd) -> Option<OwnedFd> {
+        match open_dir_at(pdir, c"fd") {
+            Ok(fd) => Some(fd),
+            Err(Errno::ACCESS | Errno::PERM) => {
+                if !is_kernel_thread(pdir) {
+                    self.unreadable.push((pid, uid_of(pdir)));
+                }
+                None
+            }
+            Err(Errno::NOENT | Errno::SRCH) => None,
+            Err(e) => {
+                self.failed.push((pid, uid_of(pdir), e));
+                None
+            }
+        }
+    }
+
+    /// With a census, records whether a process the filters do not select could have been read:
+    /// one link of its fd table read, where the kernel checks both the table's permission and
+    /// ptrace access (root meets the check of a security module or a user namespace only at
+    /// the link). `PID/fd/0` first, one system call; a process without fd 0 has its table
+    /// listed for the first fd it has (a small read: `/proc` builds an entry for every fd it
+    /// lists). A process with no fd holds no socket.
+    fn probe(&mut self, pid: u32) {
+        if !self.census {
+            return;
+        }
+        let mut link = [0u8; LINK_BUF];
+        let fd0 = std::ffi::CString::new(format!("{pid}/fd/0")).unwrap_or_default();
+        let denied = match rustix::fs::readlinkat_raw(self.proc_fd, fd0.as_c_str(), &mut link[..]) {
+            Ok(_) => return,
+            Err(Errno::ACCESS | Errno::PERM) => None,
+            Err(Errno::NOENT) => match self.first_fd_link(pid, &mut link) {
+                Some(e) => Some(e),
+                None => return,
+            },
+            Err(Errno::SRCH) => return,
+            Err(e) => Some(e),
+        };
+        let name = itoa_pid(pid);
+        let uid = rustix::fs::statat(self.proc_fd, name.as_c_str(), rustix::fs::AtFlags::empty())
+            .ok()
+            .map(|st| st.st_uid);
+        match denied {
+            None | Some(Errno::ACCESS | Errno::PERM) => {
+                // A kernel thread holds no files: not a process that could hide a socket.
+                let kthread = open_dir_at(self.proc_fd, name.as_c_str())
+                    .is_ok_and(|pdir| is_kernel_thread(&pdir));
+                if !kthread {
+                    self.unreadable.push((pid, uid));
+                }
+            }
+            Some(e) => self.failed.push((pid, uid, e)),
+        }
+    }
+
+    /// For a process without fd 0: reads the link of the first fd its table lists. `None` when
+    /// it could be read (or the process is gone, or has no fd); else the error, `EACCES` for
+    /// privileges.
+    fn first_fd_link(&mut self, pid: u32, link: &mut [u8]) -> Option<Errno> {
+        let name = itoa_pid(pid);
+        let pdir = open_dir_at(self.proc_fd, name.as_c_str()).ok()?;
+        let fd_dir = match open_dir_at(&pdir, c"fd") {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::SRCH) => return None,
+            Err(e) => return Some(e),
+        };
+        let mut buf = [MaybeUninit::<u8>::uninit(); 128];
+        let mut dir = RawDir::new(&fd_dir, &mut buf);
+        while let Some(entry) = dir.next() {
+            let result = match entry {
+                Ok(e) if proc_pid::decimal(e.file_name().to_bytes()).is_none() => continue,
+                Ok(e) => rustix::fs::readlinkat_raw(fd_dir.as_fd(), e.file_name(), &mut *link)
+                    .map(|_| ()),
+                Err(e) => Err(e),
+            };
+            return match result {
+                Ok(()) | Err(Errno::NOENT | Errno::SRCH) => None,
+                Err(e) => Some(e),
+            };
+        }
+        None
     }
 }
 
@@ -713,6 +871,19 @@ fn identity(
         return None;
     }
     Some(process)
+}
+
+/// The command name of process `pid` (`/proc/PID/comm`, readable for any process), for a
+/// filter that must tell whether a process it could not read is one it selects.
+pub(crate) fn command_of(proc_root: &Path, pid: u32) -> Option<RawString> {
+    let root = rustix::fs::open(
+        proc_root,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let b = super::procfs::read_pid_file(&root, pid, c"comm").ok()?;
+    Some(RawString::new(b.strip_suffix(b"\n").unwrap_or(&b)))
 }
 
 fn read_identity(pdir: &OwnedFd, p: &mut Process) {
