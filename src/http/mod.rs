@@ -428,11 +428,12 @@ impl Server {
         let live = Arc::new(Live::default());
         let mut accept_error_logged = false;
         let mut limited = LimitLog::default();
+        let mut threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
         loop {
             // An evicted connection's thread leaves as soon as it runs again; until then it
             // counts here, and new connections wait in the kernel's queue rather than add
             // threads beyond MAX_THREADS.
-            live.wait_for_room();
+            live.wait_for_room(&mut threads);
             let (stream, from) = match self.listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) => {
@@ -456,13 +457,16 @@ impl Server {
             let (web, handler) = (web.clone(), Arc::clone(&handler));
             let alive = Live::enter(&live);
             // A thread that cannot start drops its connection and frees its place.
-            let _ = std::thread::Builder::new()
+            let started = std::thread::Builder::new()
                 .name("http".into())
                 .stack_size(CONNECTION_STACK)
                 .spawn(move || {
                     let _alive = alive;
                     serve_connection(&stream, peer, &ticket, web.as_deref(), &*handler, accepted);
                 });
+            if let Ok(handle) = started {
+                threads.push(handle);
+            }
         }
     }
 }
@@ -471,7 +475,7 @@ impl Server {
 /// gone (and those waiting for a password check, which a shutdown does not wake).
 pub const MAX_THREADS: usize = pool::MAX_CONNECTIONS + auth::MAX_WAITING + 8;
 
-/// The count of connection threads alive.
+/// The count of connection threads serving, and a signal when one is done.
 #[derive(Default)]
 struct Live {
     count: Mutex<usize>,
@@ -487,13 +491,28 @@ impl Live {
         Alive(Arc::clone(live))
     }
 
-    /// Waits until fewer than [`MAX_THREADS`] connection threads are alive.
-    fn wait_for_room(&self) {
-        let count = self.count.lock().unwrap_or_else(|p| p.into_inner());
-        let _count = self
-            .left
-            .wait_while(count, |n| *n >= MAX_THREADS)
-            .unwrap_or_else(|p| p.into_inner());
+    /// Waits until fewer than [`MAX_THREADS`] connection threads exist, joining those that
+    /// are done. A thread counts until it is joined, not only while it serves: one that has
+    /// dropped its [`Alive`] still exists in the kernel (and against the unit's TasksMax)
+    /// until it has unwound and exited, which the join waits for.
+    fn wait_for_room(&self, threads: &mut Vec<std::thread::JoinHandle<()>>) {
+        loop {
+            let mut i = 0;
+            while i < threads.len() {
+                if threads[i].is_finished() {
+                    // A connection thread's panic was its own; the place it held is free.
+                    let _ = threads.swap_remove(i).join();
+                } else {
+                    i += 1;
+                }
+            }
+            if threads.len() < MAX_THREADS {
+                return;
+            }
+            // Woken when a thread is done serving; it may still be exiting, so look again soon.
+            let count = self.count.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = self.left.wait_timeout(count, Duration::from_millis(10));
+        }
     }
 }
 
