@@ -133,9 +133,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     if a.batch {
         batch(a, live, &stop)
     } else {
-        Err(crate::usage(
-            "the full-screen view is not in this build yet: give --batch (-b)",
-        ))
+        crate::tui::run(a, live, &stop)
     }
 }
 
