@@ -23,10 +23,13 @@ use crate::unprivileged::{as_nobody, reachable_sockstat};
 
 const ADDR: &str = "192.0.2.1";
 
+/// Per client port, (when, bytes the receiving kernel had taken in by then).
+type Log = Mutex<HashMap<u16, Vec<(SystemTime, u64)>>>;
+
 /// Reads every connection to its listener and logs (time, bytes read so far) per client port.
 struct Receiver {
     port: u16,
-    log: Arc<Mutex<HashMap<u16, Vec<(SystemTime, u64)>>>>,
+    log: Arc<Log>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -36,7 +39,7 @@ impl Receiver {
         let l = in_ns(ns, || TcpListener::bind(format!("{ADDR}:0")).expect("bind"));
         l.set_nonblocking(true).unwrap();
         let port = l.local_addr().unwrap().port();
-        let log: Arc<Mutex<HashMap<u16, Vec<(SystemTime, u64)>>>> = Arc::default();
+        let log: Arc<Log> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (log2, stop2) = (Arc::clone(&log), Arc::clone(&stop));
         let acceptor = std::thread::spawn(move || {
@@ -88,12 +91,7 @@ impl Receiver {
 /// those read plus those still queued (FIONREAD), so a reader slowed by a loaded machine does
 /// not lag the count. A point whose queue reading was interrupted for more than 2 ms is not
 /// logged (its time would not be the reading's).
-fn read_all(
-    mut s: TcpStream,
-    peer: SocketAddr,
-    log: &Mutex<HashMap<u16, Vec<(SystemTime, u64)>>>,
-    stop: &AtomicBool,
-) {
+fn read_all(mut s: TcpStream, peer: SocketAddr, log: &Log, stop: &AtomicBool) {
     use std::os::fd::AsRawFd;
     s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let mut buf = vec![0u8; 256 * 1024];
@@ -735,4 +733,69 @@ fn full_screen_view_on_a_pseudo_terminal() {
         !raw.contains("\x1b[38;"),
         "a colour was drawn under NO_COLOR"
     );
+}
+
+/// A flow limited by a 16 KiB SO_SNDBUF on a 20 ms path carries its finding in its row: the
+/// diagnosis rules judged over the refresh's two samples (diagnose_live's path and transfer,
+/// under its lock, since it measures throughput).
+#[test]
+fn a_send_buffer_limited_flow_carries_its_finding() {
+    use crate::diagnose_live::{lab as wan_lab, ms, wan, Bulk, BulkOpts, RATE};
+    let Some(_g) = wan_lab("top::a_send_buffer_limited_flow_carries_its_finding") else {
+        return;
+    };
+    let p = wan("tsb", 3, 0.0, RATE);
+    let _bulk = Bulk::start(
+        &p.a,
+        &p.b,
+        &p.addr_b,
+        5001,
+        BulkOpts {
+            client_sndbuf: Some(16384),
+            ..BulkOpts::default()
+        },
+    );
+    std::thread::sleep(ms(1500));
+    let out =
+        p.a.command(SOCKSTAT)
+            .args([
+                "top",
+                "-b",
+                "--json",
+                "-n",
+                "1",
+                "--by",
+                "connection",
+                "--dport",
+                "5001",
+            ])
+            .output()
+            .expect("run sockstat top");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let rows = r["rows"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|x| x["remote"]["port"] == 5001 && x["state"] == "ESTABLISHED")
+        .unwrap_or_else(|| panic!("no connection to port 5001: {r}"));
+    assert!(
+        row["findings"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("send-buffer-limited")),
+        "{r}"
+    );
+    assert_eq!(row["owners"][0]["pid"], std::process::id(), "{row}");
+    assert!(rate(&row["send_bytes_per_sec"]) > 0, "{row}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "send-buffer-limited")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(f["advice"].as_str().unwrap().contains("SO_SNDBUF"), "{f}");
 }

@@ -73,7 +73,8 @@ fn user(report: &Report, uid: u32) -> String {
 
 fn rate_cell(v: Option<u64>) -> String {
     match v {
-        Some(v) => format!("{}B/s", fmt::bytes_cell(v)),
+        // Decimal units, as the summary line and link speeds give them: `840kB/s`, `2.1MB/s`.
+        Some(v) => fmt::byte_rate(v as f64).to_string().replace(' ', ""),
         None => "?".into(),
     }
 }
