@@ -264,7 +264,7 @@ bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s d -l interval -d 'Seconds between refreshes (fractions allowed); the first rates appear after one' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l by -d 'Rows per process, connection, remote address or local port' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l sort -d 'The column rows are sorted by, largest first: rate, send, recv, conns, retrans, rtt, findings, name' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s n -l count -d 'Stop after N refreshes' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l count -d 'Stop after N refreshes' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
@@ -276,7 +276,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s L -d 'Hide Int
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s b -l batch -d 'Write refreshes to standard output instead of the screen (text as top -b, or --json)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l json -d 'With --batch: one JSON object per refresh and line'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l json -d 'One JSON object per refresh and line (implies --batch)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s q -d 'No header line (batch text)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s v -d 'Print details with every warning'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s h -l help -d 'Print help'

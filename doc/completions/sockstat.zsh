@@ -313,7 +313,6 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '--interval=[Seconds between refreshes (fractions allowed); the first rates appear after one]:SECONDS:_default' \
 '--by=[Rows per process, connection, remote address or local port]:GROUPING:_default' \
 '--sort=[The column rows are sorted by, largest first\: rate, send, recv, conns, retrans, rtt, findings, name]:COLUMN:_default' \
-'-n+[Stop after N refreshes]:N:_default' \
 '--count=[Stop after N refreshes]:N:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
@@ -327,7 +326,7 @@ never\:"Never"))' \
 '--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
 '-b[Write refreshes to standard output instead of the screen (text as top -b, or --json)]' \
 '--batch[Write refreshes to standard output instead of the screen (text as top -b, or --json)]' \
-'--json[With --batch\: one JSON object per refresh and line]' \
+'--json[One JSON object per refresh and line (implies --batch)]' \
 '-q[No header line (batch text)]' \
 '-v[Print details with every warning]' \
 '-h[Print help]' \

@@ -10,24 +10,10 @@ use std::time::{Duration, Instant};
 use sockstat::render;
 use sockstat::top::{group, By, Column, Live, LiveOptions};
 
-use crate::cli::{
-    ColorWhen, ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, ProtoArgs, RoleArgs,
-    SourceArgs, StateArgs, ZoneArgs,
-};
+use crate::cli::{ColorWhen, SourceArgs};
 
-crate::cli::filters! {
-    /// The live view's filters: the listing's, without `-u` (unix sockets carry no counters).
-    pub struct TopFilters {
-        families: FamilyArgs,
-        role: RoleArgs,
-        endpoints: EndpointArgs,
-        protos: ProtoArgs,
-        states: StateArgs,
-        holders: HolderArgs,
-        connected_to: ConnectedToArgs,
-        zones: ZoneArgs,
-    }
-}
+/// The live view's filters: the listing's, without `-u` (unix sockets carry no counters).
+pub type TopFilters = crate::cli::InetFilters;
 
 fn by(s: &str) -> Result<By, String> {
     By::from_name(s)
@@ -81,13 +67,13 @@ pub struct TopArgs {
     #[arg(long, short = 'b', help_heading = "Live view")]
     pub batch: bool,
     /// Stop after N refreshes.
-    #[arg(long, short = 'n', value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Live view")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Live view")]
     pub count: Option<u64>,
-    /// With --batch: one JSON object per refresh and line.
-    #[arg(long, requires = "batch", help_heading = "Output")]
+    /// One JSON object per refresh and line (implies --batch).
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// No header line (batch text).
-    #[arg(short = 'q', short_alias = 'H', help_heading = "Output")]
+    #[arg(short = 'q', help_heading = "Output")]
     pub quiet: bool,
     /// Print details with every warning.
     #[arg(short = 'v', help_heading = "Output")]
@@ -119,7 +105,8 @@ pub(crate) fn wait(live: &mut Live, deadline: Instant, stop: &AtomicBool) -> boo
 /// Runs `sockstat top`.
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let q = crate::cli::query(&[&a.filters, &a.source])?;
-    if !a.batch && !io::stdout().is_terminal() {
+    let batch = a.batch || a.json;
+    if !batch && !io::stdout().is_terminal() {
         return Err(crate::usage(
             "standard output is not a terminal: give --batch (-b) for text or --batch --json",
         ));
@@ -130,8 +117,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         bandwidth: None,
     };
     let live = Live::start(&q, &opts)?;
-    if a.batch {
-        batch(a, live, &stop)
+    if batch {
+        self::batch(a, live, &stop)
     } else {
         crate::tui::run(a, live, &stop)
     }

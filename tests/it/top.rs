@@ -354,7 +354,7 @@ fn groupings_name_the_right_holder() {
     let lab = lab();
     let port = client_port(&lab.fast);
     let r = &top_json(
-        sockstat(&["top", "-b", "--json", "-n", "1", "--by", "connection"]).netns(&lab.ns),
+        sockstat(&["top", "-b", "--json", "--count", "1", "--by", "connection"]).netns(&lab.ns),
     )[0];
     assert_eq!(r["by"], "connection");
     let c = r["rows"]
@@ -369,9 +369,9 @@ fn groupings_name_the_right_holder() {
     assert_eq!(c["owners"][0]["command"], "tp-fast");
     assert!(c["cookie"].is_string(), "{c}");
 
-    let r =
-        &top_json(sockstat(&["top", "-b", "--json", "-n", "1", "--by", "remote"]).netns(&lab.ns))
-            [0];
+    let r = &top_json(
+        sockstat(&["top", "-b", "--json", "--count", "1", "--by", "remote"]).netns(&lab.ns),
+    )[0];
     let to_rx = r["rows"]
         .as_array()
         .unwrap()
@@ -381,8 +381,9 @@ fn groupings_name_the_right_holder() {
     // The three senders' connections to the receiver, and the receiver's ends to them.
     assert!(to_rx["connections"].as_u64().unwrap() >= 3, "{to_rx}");
 
-    let r =
-        &top_json(sockstat(&["top", "-b", "--json", "-n", "1", "--by", "port"]).netns(&lab.ns))[0];
+    let r = &top_json(
+        sockstat(&["top", "-b", "--json", "--count", "1", "--by", "port"]).netns(&lab.ns),
+    )[0];
     let listener_side = r["rows"]
         .as_array()
         .unwrap()
@@ -402,7 +403,7 @@ fn short_connections_and_hidden_holders() {
     require_root!("top::short_connections_and_hidden_holders (network namespace, setpriv)");
     let lab = lab();
     let churn = Churn::start(&lab.ns, lab.rx.port);
-    let refreshes = top_json(sockstat(&["top", "-b", "--json", "-n", "2"]).netns(&lab.ns));
+    let refreshes = top_json(sockstat(&["top", "-b", "--json", "--count", "2"]).netns(&lab.ns));
     let short: u64 = refreshes
         .iter()
         .map(|r| {
@@ -418,7 +419,8 @@ fn short_connections_and_hidden_holders() {
     assert!(short > 0, "no short connection counted: {refreshes:?}");
 
     let (_dir, bin) = reachable_sockstat();
-    let as_user = top_json(as_nobody(&bin, &["top", "-b", "--json", "-n", "1"]).netns(&lab.ns));
+    let as_user =
+        top_json(as_nobody(&bin, &["top", "-b", "--json", "--count", "1"]).netns(&lab.ns));
     let r = &as_user[0];
     drop(churn);
     assert_eq!(r["short_connections_counted"], false, "{r}");
@@ -455,7 +457,7 @@ fn short_connections_and_hidden_holders() {
 fn batch_text() {
     require_root!("top::batch_text (network namespace, setpriv)");
     let lab = lab();
-    let out = sockstat(&["top", "-b", "-n", "1"]).netns(&lab.ns).ok();
+    let out = sockstat(&["top", "-b", "--count", "1"]).netns(&lab.ns).ok();
     let t = &out.stdout;
     assert!(t.starts_with("sockstat top - "), "{t}");
     let header = t
@@ -471,7 +473,7 @@ fn batch_text() {
     assert!(!t.contains("short connections not counted"), "{t}");
 
     let (_dir, bin) = reachable_sockstat();
-    let out = as_nobody(&bin, &["top", "-b", "-n", "1"])
+    let out = as_nobody(&bin, &["top", "-b", "--count", "1"])
         .netns(&lab.ns)
         .ok();
     assert!(
@@ -762,7 +764,7 @@ fn a_send_buffer_limited_flow_carries_its_finding() {
                 "top",
                 "-b",
                 "--json",
-                "-n",
+                "--count",
                 "1",
                 "--by",
                 "connection",

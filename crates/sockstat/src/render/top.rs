@@ -316,13 +316,20 @@ fn owners_json(report: &Report, c: &Conn) -> Value {
 }
 
 fn process_json(report: &Report, pid: u32, fd: Option<u32>) -> Value {
-    let p = report.process(pid);
-    let uid = p.and_then(|p| p.uid);
     let mut m = Map::new();
-    m.insert("pid".into(), pid.into());
+    who(&mut m, report, Some(pid), None);
     if let Some(fd) = fd {
         m.insert("fd".into(), fd.into());
     }
+    Value::Object(m)
+}
+
+/// `pid`, `command`, `uid` and `user` of a process (`None`: hidden or no process, with the
+/// socket's uid `uid`).
+fn who(m: &mut Map<String, Value>, report: &Report, pid: Option<u32>, uid: Option<u32>) {
+    let p = pid.and_then(|pid| report.process(pid));
+    let uid = p.and_then(|p| p.uid).or(uid);
+    m.insert("pid".into(), pid.into());
     m.insert(
         "command".into(),
         p.and_then(|p| p.command.as_ref())
@@ -336,7 +343,6 @@ fn process_json(report: &Report, pid: u32, fd: Option<u32>) -> Value {
             .map(str::to_string)
             .into(),
     );
-    Value::Object(m)
 }
 
 /// One row as its JSON object.
@@ -344,31 +350,13 @@ pub fn row_json(report: &Report, row: &Row) -> Value {
     let mut m = Map::new();
     match &row.key {
         RowKey::Process(h) => {
-            let (holder, pid) = match h {
-                Holder::Process(pid) => ("process", Some(*pid)),
-                Holder::Hidden(_) => ("hidden", None),
-                Holder::Nobody => ("none", None),
-            };
-            let p = pid.and_then(|pid| report.process(pid));
-            let uid = match h {
-                Holder::Hidden(u) => *u,
-                _ => p.and_then(|p| p.uid),
+            let (holder, pid, uid) = match h {
+                Holder::Process(pid) => ("process", Some(*pid), None),
+                Holder::Hidden(uid) => ("hidden", None, *uid),
+                Holder::Nobody => ("none", None, None),
             };
             m.insert("holder".into(), holder.into());
-            m.insert("pid".into(), pid.into());
-            m.insert(
-                "command".into(),
-                p.and_then(|p| p.command.as_ref())
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .into(),
-            );
-            m.insert("uid".into(), uid.into());
-            m.insert(
-                "user".into(),
-                uid.and_then(|u| report.user_name(u))
-                    .map(str::to_string)
-                    .into(),
-            );
+            who(&mut m, report, pid, uid);
         }
         RowKey::Connection(i) => {
             let c = &report.conns[*i];
