@@ -433,6 +433,21 @@ filters! {
 }
 
 filters! {
+    /// The listing's filters without `-u`, for the views of Internet sockets (`kill`: a unix
+    /// socket cannot be closed from outside; `top`: unix sockets carry no byte counters).
+    pub struct InetFilters {
+        families: FamilyArgs,
+        role: RoleArgs,
+        endpoints: EndpointArgs,
+        protos: ProtoArgs,
+        states: StateArgs,
+        holders: HolderArgs,
+        connected_to: ConnectedToArgs,
+        zones: ZoneArgs,
+    }
+}
+
+filters! {
     /// The filters of the views that look at TCP connections and their internals (`diagnose`,
     /// `trace`): no `-u` and no `-P`, since they see TCP alone.
     pub struct TcpFilters {
@@ -774,6 +789,8 @@ pub(crate) mod tests {
             "ID" | "COOKIE" | "COOKIES" => "1",
             "FILE" => "x.svg",
             "DURATION" => "5s",
+            "GROUPING" => "connection",
+            "COLUMN" => "send",
             "ADDR:PORT" => "127.0.0.1:9277",
             other => panic!("no sample value for {other}: add one"),
         }

@@ -9,6 +9,7 @@ mod generate;
 mod http;
 mod output;
 mod privileges;
+mod tui;
 mod watch;
 
 use std::io::{self, Write};

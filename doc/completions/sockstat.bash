@@ -40,6 +40,9 @@ _sockstat() {
             sockstat,serve)
                 cmd="sockstat__subcmd__serve"
                 ;;
+            sockstat,top)
+                cmd="sockstat__subcmd__top"
+                ;;
             sockstat,trace)
                 cmd="sockstat__subcmd__trace"
                 ;;
@@ -67,6 +70,9 @@ _sockstat() {
             sockstat__subcmd__help,serve)
                 cmd="sockstat__subcmd__help__subcmd__serve"
                 ;;
+            sockstat__subcmd__help,top)
+                cmd="sockstat__subcmd__help__subcmd__top"
+                ;;
             sockstat__subcmd__help,trace)
                 cmd="sockstat__subcmd__help__subcmd__trace"
                 ;;
@@ -77,7 +83,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --sport --dport --src --dst --state --pid --user --command --connected-to --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --count --events --no-owners --source --owner-scan --help --version counters diagnose drops events kill ports serve trace help"
+            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --sport --dport --src --dst --state --pid --user --command --connected-to --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --count --events --no-owners --source --owner-scan --help --version counters diagnose drops events kill ports serve trace top help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -375,7 +381,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help)
-            opts="counters diagnose drops events kill ports serve trace help"
+            opts="counters diagnose drops events kill ports serve trace top help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -487,6 +493,20 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -667,6 +687,104 @@ _sockstat() {
                     ;;
                 --web.config.file)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        sockstat__subcmd__top)
+            opts="-4 -6 -c -l -L -p -P -j -z -Z -d -b -q -v -h --sport --dport --src --dst --state --pid --user --command --connected-to --no-owners --source --owner-scan --interval --by --sort --batch --count --json --color --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --src)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connected-to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -z)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --source)
+                    COMPREPLY=($(compgen -W "auto netlink proc" -- "${cur}"))
+                    return 0
+                    ;;
+                --owner-scan)
+                    COMPREPLY=($(compgen -W "auto proc bpf" -- "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -82,6 +82,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "kill" -d 'Close t
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
+complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "top" -d 'Who is using the network right now, and why the slow connections are slow'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l interval -d 'Same as SECONDS' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand counters" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
@@ -242,12 +243,50 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every 
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s h -l help -d 'Print help'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "drops" -d 'Packets the kernel dropped, by drop reason, protocol and port, over SECONDS'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "events" -d 'Every TCP connect, accept, close and failed connect as it happens, with its process'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
-complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l sport -d 'Only Internet sockets whose local port is in PORTS (as -p): a server\'s own port, or a client\'s ephemeral one' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l dport -d 'Only Internet sockets whose remote port is in PORTS (as -p): the server port a client connected to' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
+netlink\t'sock_diag only; a failed dump is an error'
+proc\t'/proc/net text only (no socket cookies)'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l owner-scan -d 'How the owner scan reads every process\'s open files' -r -f -a "auto\t'The kernel\'s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc'
+proc\t'/proc/PID/fd only'
+bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s d -l interval -d 'Seconds between refreshes (fractions allowed); the first rates appear after one' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l by -d 'Rows per process, connection, remote address or local port' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l sort -d 'The column rows are sorted by, largest first: rate, send, recv, conns, retrans, rtt, findings, name' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l count -d 'Stop after N refreshes' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
+always\t'Always'
+never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s 4 -d 'Only IPv4 sockets (with -6: IPv4 and IPv6)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s l -d 'Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s b -l batch -d 'Write refreshes to standard output instead of the screen (text as top -b, or --json)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l json -d 'One JSON object per refresh and line (implies --batch)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s q -d 'No header line (batch text)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s v -d 'Print details with every warning'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "drops" -d 'Packets the kernel dropped, by drop reason, protocol and port, over SECONDS'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "events" -d 'Every TCP connect, accept, close and failed connect as it happens, with its process'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "kill" -d 'Close the TCP and UDP connections the filters select, from outside their processes'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "ports" -d 'Ephemeral-port use by destination and TIME-WAIT on both sides, with advice'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "serve" -d 'A Prometheus exporter: socket, listen-queue, ephemeral-port, diagnosis and counter metrics'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "trace" -d 'Sample one TCP connection over time and draw it (SVG): acked bytes, windows, in flight'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "top" -d 'Who is using the network right now, and why the slow connections are slow'
+complete -c sockstat -n "__fish_sockstat_using_subcommand help; and not __fish_seen_subcommand_from counters diagnose drops events kill ports serve trace top help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

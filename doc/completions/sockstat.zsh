@@ -288,6 +288,51 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '--help[Print help]' \
 && ret=0
 ;;
+(top)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)]:PORTS:_default' \
+'--sport=[Only Internet sockets whose local port is in PORTS (as -p)\: a server'\''s own port, or a client'\''s ephemeral one]:PORTS:_default' \
+'--dport=[Only Internet sockets whose remote port is in PORTS (as -p)\: the server port a client connected to]:PORTS:_default' \
+'--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default\: all the kernel has except packet and netlink, and the sockets no table lists]:PROTOS:_default' \
+'--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
+'--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
+'--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
+'--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
+'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
+'(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
+'--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
+netlink\:"sock_diag only; a failed dump is an error"
+proc\:"/proc/net text only (no socket cookies)"))' \
+'--owner-scan=[How the owner scan reads every process'\''s open files]:HOW:((auto\:"The kernel'\''s BPF task_file iterator where it can run (root or CAP_BPF+CAP_PERFMON, kernel BTF, Linux 5.11+), else /proc"
+proc\:"/proc/PID/fd only"
+bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))' \
+'-d+[Seconds between refreshes (fractions allowed); the first rates appear after one]:SECONDS:_default' \
+'--interval=[Seconds between refreshes (fractions allowed); the first rates appear after one]:SECONDS:_default' \
+'--by=[Rows per process, connection, remote address or local port]:GROUPING:_default' \
+'--sort=[The column rows are sorted by, largest first\: rate, send, recv, conns, retrans, rtt, findings, name]:COLUMN:_default' \
+'--count=[Stop after N refreshes]:N:_default' \
+'--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
+always\:"Always"
+never\:"Never"))' \
+'-4[Only IPv4 sockets (with -6\: IPv4 and IPv6)]' \
+'-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
+'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
+'-l[Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
+'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'-b[Write refreshes to standard output instead of the screen (text as top -b, or --json)]' \
+'--batch[Write refreshes to standard output instead of the screen (text as top -b, or --json)]' \
+'--json[One JSON object per refresh and line (implies --batch)]' \
+'-q[No header line (batch text)]' \
+'-v[Print details with every warning]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_sockstat__subcmd__help_commands" \
@@ -332,6 +377,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(top)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -356,6 +405,7 @@ _sockstat_commands() {
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
 'trace:Sample one TCP connection over time and draw it (SVG)\: acked bytes, windows, in flight' \
+'top:Who is using the network right now, and why the slow connections are slow' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat commands' commands "$@"
@@ -391,6 +441,7 @@ _sockstat__subcmd__help_commands() {
 'ports:Ephemeral-port use by destination and TIME-WAIT on both sides, with advice' \
 'serve:A Prometheus exporter\: socket, listen-queue, ephemeral-port, diagnosis and counter metrics' \
 'trace:Sample one TCP connection over time and draw it (SVG)\: acked bytes, windows, in flight' \
+'top:Who is using the network right now, and why the slow connections are slow' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'sockstat help commands' commands "$@"
@@ -435,6 +486,11 @@ _sockstat__subcmd__help__subcmd__serve_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat help serve commands' commands "$@"
 }
+(( $+functions[_sockstat__subcmd__help__subcmd__top_commands] )) ||
+_sockstat__subcmd__help__subcmd__top_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat help top commands' commands "$@"
+}
 (( $+functions[_sockstat__subcmd__help__subcmd__trace_commands] )) ||
 _sockstat__subcmd__help__subcmd__trace_commands() {
     local commands; commands=()
@@ -454,6 +510,11 @@ _sockstat__subcmd__ports_commands() {
 _sockstat__subcmd__serve_commands() {
     local commands; commands=()
     _describe -t commands 'sockstat serve commands' commands "$@"
+}
+(( $+functions[_sockstat__subcmd__top_commands] )) ||
+_sockstat__subcmd__top_commands() {
+    local commands; commands=()
+    _describe -t commands 'sockstat top commands' commands "$@"
 }
 (( $+functions[_sockstat__subcmd__trace_commands] )) ||
 _sockstat__subcmd__trace_commands() {

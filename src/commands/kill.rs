@@ -14,10 +14,7 @@ use sockstat::model::counted;
 use sockstat::render::{self, kill as view};
 use sockstat::Snapshot;
 
-use crate::cli::{
-    ColorWhen, ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, List, ProtoArgs, RoleArgs,
-    SourceArg, SourceArgs, StateArgs, ZoneArgs,
-};
+use crate::cli::{ColorWhen, List, SourceArg, SourceArgs};
 
 /// Parses `--cookie`: comma-separated decimal cookies, as the listing's JSON shows them.
 fn cookies(s: &str) -> Result<List<u64>, String> {
@@ -90,20 +87,8 @@ pub struct KillArgs {
     pub help: Option<bool>,
 }
 
-crate::cli::filters! {
-    /// The filters of `kill`: the listing's but `-u` (a unix socket cannot be closed from
-    /// outside).
-    pub struct KillFilters {
-        families: FamilyArgs,
-        role: RoleArgs,
-        endpoints: EndpointArgs,
-        protos: ProtoArgs,
-        states: StateArgs,
-        holders: HolderArgs,
-        connected_to: ConnectedToArgs,
-        zones: ZoneArgs,
-    }
-}
+/// The filters of `kill`: the listing's but `-u` (a unix socket cannot be closed from outside).
+pub type KillFilters = crate::cli::InetFilters;
 
 /// The query: the listing's filters over TCP and UDP, from sock_diag only (a socket listed from
 /// `/proc/net` text has no cookie to name it by).

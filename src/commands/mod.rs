@@ -8,6 +8,7 @@ pub mod events;
 pub mod kill;
 pub mod ports;
 pub mod serve;
+pub mod top;
 pub mod trace;
 
 use std::io::{self, Write};
@@ -102,6 +103,17 @@ pub enum Command {
     /// gives the goodput and the share of time each limit held the sender back. --json prints
     /// the samples as JSON lines.
     Trace(Box<trace::TraceArgs>),
+    /// Who is using the network right now, and why the slow connections are slow.
+    ///
+    /// A live view refreshed every --interval: per process (or connection, remote address,
+    /// local port) the connections, send and receive rates, retransmits per second, the worst
+    /// RTT, and the findings of the diagnosis rules (the same as sockstat diagnose) on the last
+    /// two samples. Rates come from every TCP connection's byte counters in tcp_info, matched by
+    /// socket cookie: exact, without packet capture, for any user. As root, connections that
+    /// open and close between refreshes are counted from connection events; UDP and other
+    /// protocols show queues and drops, their rates unknown. Full screen on a terminal
+    /// (sort, filter, detail, kill); --batch writes text or JSON for scripts.
+    Top(Box<top::TopArgs>),
 }
 
 /// Runs a subcommand; returns the process exit status. `--watch`/`--count` run the views that
@@ -122,6 +134,7 @@ pub fn run(cmd: &Command) -> anyhow::Result<ExitCode> {
         Command::Events(a) => events::run(a),
         Command::Kill(a) => kill::run(a),
         Command::Trace(a) => trace::run(a),
+        Command::Top(a) => top::run(a),
     }
 }
 

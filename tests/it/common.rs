@@ -725,7 +725,7 @@ impl Drop for Netns {
 // Terminals
 
 /// A pseudo-terminal: (master, slave).
-fn open_pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+pub fn open_pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::{FromRawFd, OwnedFd};
     // SAFETY: plain libc pty calls; every fd is checked and owned right away.
     unsafe {

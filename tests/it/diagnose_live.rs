@@ -30,7 +30,7 @@ use sockstat_netlab::{is_root, Netns, Path, PathSpec};
 /// in every namespace, feels the pressure it creates (receive windows shrink to a few KiB).
 pub(crate) static LOCK: Mutex<()> = Mutex::new(());
 
-fn lab(name: &str) -> Option<MutexGuard<'static, ()>> {
+pub(crate) fn lab(name: &str) -> Option<MutexGuard<'static, ()>> {
     if !is_root() {
         eprintln!("SKIPPED {name}: needs root (network namespaces, TUN devices, tc)");
         return None;
@@ -241,16 +241,22 @@ fn connect(addr: &str, port: u16, sndbuf: Option<i32>, rcvbuf: Option<i32>) -> T
 
 /// A bulk transfer from `client_ns` to a server in `server_ns` (netlab's: blocking 16 KiB
 /// writes with TCP_NODELAY, as a database server writes); stopped on drop; bounded to 60 s.
-struct Bulk(wl::Bulk);
+pub(crate) struct Bulk(wl::Bulk);
 
 #[derive(Clone, Copy, Default)]
-struct BulkOpts {
-    client_sndbuf: Option<i32>,
-    server_rcvbuf: Option<i32>,
+pub(crate) struct BulkOpts {
+    pub(crate) client_sndbuf: Option<i32>,
+    pub(crate) server_rcvbuf: Option<i32>,
 }
 
 impl Bulk {
-    fn start(client_ns: &Netns, server_ns: &Netns, addr: &str, port: u16, o: BulkOpts) -> Bulk {
+    pub(crate) fn start(
+        client_ns: &Netns,
+        server_ns: &Netns,
+        addr: &str,
+        port: u16,
+        o: BulkOpts,
+    ) -> Bulk {
         let mut spec = BulkSpec::new(port, Cc::Bbr);
         spec.client = Opts {
             sndbuf: o.client_sndbuf,
@@ -281,13 +287,13 @@ impl Bulk {
     }
 }
 
-fn ms(n: u64) -> Duration {
+pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
 /// The 20 ms, 20 Mbit/s path of doc/calibration.md#experiments (scaled down from 100 Mbit/s to
 /// spare the CPU).
-fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
+pub(crate) fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
     Path::new(
         tag,
         seed,
@@ -301,7 +307,7 @@ fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
     .expect("build the namespaces and the path")
 }
 
-const RATE: u64 = 20_000_000;
+pub(crate) const RATE: u64 = 20_000_000;
 const RATE_BYTES: f64 = RATE as f64 / 8.0;
 
 // ---------------------------------------------------------------------------------------------

@@ -81,6 +81,8 @@ fn sample(value: &str, view: Option<&str>, dir: &std::path::Path, taken: &str) -
             f.display().to_string()
         }
         "DURATION" => "5s".into(),
+        "GROUPING" => "connection".into(),
+        "COLUMN" => "send".into(),
         "ADDR:PORT" => taken.into(),
         other => panic!("no sample value for {other}: add one"),
     }
@@ -100,6 +102,7 @@ fn base(view: Option<&str>, taken: &str) -> Vec<String> {
         Some("kill") => &["--dry-run", "--cookie", "1"],
         Some("trace") => &["--json", "--duration", "0.05", "--cookie", "1"],
         Some("serve") => &["--listen", taken],
+        Some("top") => &["--batch", "--count", "1", "--interval", "0.05", "-p", "1"],
         Some(other) => panic!("no base arguments for {other}: add them"),
     };
     v.iter().map(|s| s.to_string()).collect()

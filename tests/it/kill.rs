@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::common::*;
 
 /// Runs `f` on a thread that joined the namespace `ns`: the sockets it makes live there.
-fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
     let path = format!("/run/netns/{}", ns.name);
     std::thread::scope(|s| {
         s.spawn(|| {

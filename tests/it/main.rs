@@ -56,6 +56,7 @@ mod serve_zones;
 mod service;
 mod socket_kinds;
 mod tcp_info;
+mod top;
 mod trace;
 mod unprivileged;
 mod waits;

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use crate::common::*;
 
 /// A copy of the sockstat binary that uid 65534 can reach and execute.
-fn reachable_sockstat() -> (tempfile::TempDir, String) {
+pub(crate) fn reachable_sockstat() -> (tempfile::TempDir, String) {
     let dir = tempdir();
     let bin = dir.path().join("sockstat");
     std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
@@ -14,7 +14,7 @@ fn reachable_sockstat() -> (tempfile::TempDir, String) {
     (dir, s)
 }
 
-fn as_nobody<S: AsRef<std::ffi::OsStr>>(bin: &str, args: &[S]) -> Cmd {
+pub(crate) fn as_nobody<S: AsRef<std::ffi::OsStr>>(bin: &str, args: &[S]) -> Cmd {
     sockstat(args).program(bin).prefix(&[
         "setpriv",
         "--reuid",

@@ -111,6 +111,7 @@ pub mod render;
 pub mod sample;
 mod sys;
 pub mod sysctl;
+pub mod top;
 pub mod trace;
 pub mod zone;
 

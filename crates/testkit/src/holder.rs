@@ -96,6 +96,26 @@ fn arm_parent_death(parent: libc::pid_t) {
     }
 }
 
+/// Writes to `fd` at `rate` bytes per second, measured from the start: every 5 ms it writes
+/// what the elapsed time allows and was not written yet. Ends when a write fails.
+fn pace(fd: libc::c_int, rate: u64) {
+    let chunk = vec![b'x'; 64 * 1024];
+    let start = Instant::now();
+    let mut written: u64 = 0;
+    loop {
+        let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
+        while written < due {
+            let n = (due - written).min(chunk.len() as u64) as usize;
+            let w = unsafe { libc::write(fd, chunk.as_ptr().cast(), n) };
+            if w <= 0 {
+                return;
+            }
+            written += w as u64;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn wait_for_stdin_eof() {
     let mut buf = [0u8; 256];
     loop {
@@ -453,6 +473,22 @@ impl Holder {
                 });
             }
             "comm" => set_comm(rest),
+            "tcp-send" => {
+                // tcp-send:ADDR:PORT:BYTES_PER_SEC: a connection that a background thread
+                // feeds at that pace (by bytes per elapsed time, so a late wake-up catches up),
+                // until the holder exits; 0 keeps it idle.
+                let (to, rate) = rest_s
+                    .rsplit_once(':')
+                    .unwrap_or_else(|| fail(format!("{spec}: want ADDR:PORT:BYTES_PER_SEC")));
+                let rate: u64 = rate
+                    .parse()
+                    .unwrap_or_else(|_| fail(format!("{spec}: bad rate '{rate}'")));
+                let fd = tcp_connect(parse_sockaddr(to));
+                item.socks.push(describe("client", fd));
+                if rate > 0 {
+                    std::thread::spawn(move || pace(fd, rate));
+                }
+            }
             "setuid" => {
                 let uid: u32 = rest_s
                     .parse()

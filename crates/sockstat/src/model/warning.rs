@@ -125,6 +125,16 @@ warning_codes! {
     /// `sockstat diagnose`: connection events could not be traced (privileges or kernel), so
     /// connect latencies were not measured.
     ConnectEventsUnavailable => "connect-events-unavailable",
+    /// `sockstat top`: connection events could not be traced, so connections that opened and
+    /// closed between two refreshes are not seen and the last bytes of those that closed are
+    /// not counted.
+    ShortConnectionsUncounted => "short-connections-uncounted",
+    /// `sockstat top`: connections closed during the interval whose last bytes are not counted
+    /// (their close events were lost); the count is those connections, or the events lost.
+    ClosedUncounted => "closed-uncounted",
+    /// `sockstat top`: sockets of protocols without byte counters (UDP, raw, ...) are shown with
+    /// their queues and drops, their rates unknown; the count is those sockets.
+    RatesUnknown => "rates-unknown",
     /// `sockstat kill`: listening or unconnected sockets matched and were left alone (neither
     /// `-l` nor `--state` asked for them).
     ListenersKept => "listeners-kept",

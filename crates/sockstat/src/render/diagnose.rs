@@ -55,7 +55,8 @@ fn clean(s: &str) -> String {
     for_terminal(s.as_bytes()).into_owned()
 }
 
-fn evidence_text(f: &Finding) -> String {
+/// A finding's evidence as `name=value` pairs on one line, sanitized.
+pub fn evidence_text(f: &Finding) -> String {
     f.evidence
         .0
         .iter()

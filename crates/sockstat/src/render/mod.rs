@@ -18,6 +18,7 @@ pub mod sanitize;
 pub mod series;
 pub mod summary;
 pub mod table;
+pub mod top;
 pub mod trace;
 
 use crate::model::{Owner, OwnersStatus, Snapshot, Socket};

@@ -1,0 +1,199 @@
+//! [`Live`]: the use case of the live view. It keeps the last sample and the connection events
+//! since, and at every refresh takes a new sample, judges the two with the diagnosis rules
+//! (`crate::judge`, as `sockstat diagnose` does) and measures what every connection moved
+//! ([`measure`]). The caller owns the clock: it calls [`Live::drain`] while it waits (so the
+//! kernel's event ring never fills) and [`Live::refresh`] when a refresh is due.
+
+use std::sync::Arc;
+
+use crate::events::{ConnEvent, EventKind, Lost, Tracer, UserNames};
+use crate::query::Query;
+use crate::sample::Sample;
+use crate::sys::sampler::Sampler;
+use crate::{Diagnosis, Error};
+
+use super::measure::{measure, Close, Interval};
+use super::{EventCoverage, Report};
+
+/// How the live view samples.
+#[derive(Debug, Clone, Default)]
+pub struct LiveOptions {
+    /// Trace connection events (CAP_BPF and CAP_PERFMON, or root) to count the connections
+    /// that open or close between two refreshes; when they cannot be traced, each report says
+    /// why ([`EventCoverage::unavailable`]).
+    pub events: bool,
+    /// The path's bottleneck bandwidth for the diagnosis rules (bytes/s), when known.
+    pub bandwidth: Option<f64>,
+}
+
+/// The live view's state between refreshes.
+pub struct Live {
+    query: Query,
+    sampler: Sampler,
+    tracer: Option<Tracer>,
+    untraced: Option<String>,
+    lost: Lost,
+    users: UserNames,
+    pending: Vec<ConnEvent>,
+    own_netns: Option<u64>,
+    own_zone: Option<String>,
+    last: Arc<Sample>,
+    how: Diagnosis,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("query", &self.query)
+            .field("traced", &self.tracer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The query the view samples with: `query`'s filters, Internet sockets only (unix sockets
+/// carry no counters and name no remote host), with TCP internals and socket memory.
+pub fn sampling_query(query: &Query) -> Query {
+    let mut q = query.clone();
+    q.families.unix = false;
+    if !q.families.inet && !q.families.inet6 {
+        q.families.inet = true;
+        q.families.inet6 = true;
+    }
+    q.tcp_info = true;
+    q.memory = true;
+    q.congestion = true;
+    q
+}
+
+impl Live {
+    /// Starts the view: connection events (when asked for and permitted), then the first
+    /// sample. The first [`Live::refresh`] measures from it.
+    pub fn start(query: &Query, opts: &LiveOptions) -> Result<Live, Error> {
+        let q = sampling_query(query);
+        let sampler = Sampler::new(&q);
+        let (tracer, untraced) = if opts.events {
+            match Tracer::start(false, crate::events::RING_BYTES) {
+                Ok(t) => (Some(t), None),
+                Err(u) => (None, Some(u.message)),
+            }
+        } else {
+            (None, Some("not asked for".to_string()))
+        };
+        let lost = tracer
+            .as_ref()
+            .and_then(|t| t.lost().ok())
+            .unwrap_or_default();
+        let first = sampler.sample()?;
+        Ok(Live {
+            own_netns: crate::events::own_netns(),
+            own_zone: crate::current_zone(&q.proc_root).map(|z| z.name),
+            query: q,
+            sampler,
+            tracer,
+            untraced,
+            lost,
+            users: UserNames::default(),
+            pending: Vec::new(),
+            last: Arc::new(first),
+            how: Diagnosis {
+                bandwidth: opts.bandwidth,
+                exact_locks: false,
+                connect_events: false,
+            },
+        })
+    }
+
+    /// The query the view samples with.
+    pub fn query(&self) -> &Query {
+        &self.query
+    }
+
+    /// The last sample.
+    pub fn last(&self) -> &Arc<Sample> {
+        &self.last
+    }
+
+    /// True when connection events are traced.
+    pub fn traced(&self) -> bool {
+        self.tracer.is_some()
+    }
+
+    /// Takes the close events waiting in the kernel's ring (cheap; call it while waiting).
+    pub fn drain(&mut self) {
+        let Some(t) = self.tracer.as_mut() else {
+            return;
+        };
+        let clock = crate::events::Clock::now();
+        let (q, pending, users) = (&self.query, &mut self.pending, &mut self.users);
+        t.drain(|r| {
+            if let Some(mut e) = ConnEvent::from_record(&r, &clock) {
+                if e.kind == EventKind::Close && e.matches(q) {
+                    users.fill(&mut e);
+                    pending.push(e);
+                }
+            }
+        });
+    }
+
+    /// Takes a new sample and measures the interval since the last one.
+    pub fn refresh(&mut self) -> Result<Report, Error> {
+        self.drain();
+        let time = std::time::SystemTime::now();
+        let after = Arc::new(self.sampler.sample()?);
+        self.drain();
+        let lost_now = self
+            .tracer
+            .as_ref()
+            .and_then(|t| t.lost().ok())
+            .unwrap_or(self.lost);
+        let lost = lost_now.since(&self.lost);
+        self.lost = lost_now;
+        let zone_of = |netns: u64| -> Option<usize> {
+            if after.zoned {
+                after
+                    .zones
+                    .iter()
+                    .position(|z| z.zone.as_ref().and_then(|z| z.netns_inode) == Some(netns))
+            } else {
+                (self.own_netns == Some(netns)).then_some(0)
+            }
+        };
+        let closes: Vec<Close> = std::mem::take(&mut self.pending)
+            .into_iter()
+            .filter_map(|event| zone_of(event.netns).map(|zone| Close { event, zone }))
+            .collect();
+        let diagnosis = crate::judge(&self.last, &after, &self.how);
+        let mut report = measure(
+            &self.last,
+            Arc::clone(&after),
+            Interval {
+                closes,
+                events: EventCoverage {
+                    unavailable: self.untraced.clone(),
+                    lost,
+                },
+                diagnosis,
+                time: Some(time),
+                own_zone: self.own_zone.clone(),
+            },
+        );
+        self.pending.extend(
+            std::mem::take(&mut report.carried)
+                .into_iter()
+                .map(|c| c.event),
+        );
+        self.last = after;
+        Ok(report)
+    }
+
+    /// Narrows the view to `query` from the next refresh on (the `/` filter of the view); the
+    /// next refresh measures from a new sample.
+    pub fn set_query(&mut self, query: &Query) -> Result<(), Error> {
+        let q = sampling_query(query);
+        self.sampler = Sampler::new(&q);
+        self.last = Arc::new(self.sampler.sample()?);
+        self.query = q;
+        self.pending.clear();
+        Ok(())
+    }
+}
