@@ -32,6 +32,12 @@ pub enum ZoneKind {
     Unnamed,
 }
 
+impl std::fmt::Display for ZoneKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl ZoneKind {
     /// The name used in JSON.
     pub fn name(self) -> &'static str {
