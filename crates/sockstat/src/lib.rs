@@ -137,6 +137,13 @@ pub use zone::{Zone, ZoneKind};
 
 use std::net::IpAddr;
 
+/// doc/library.md, "Using the library": its examples run as doctests (`cargo test --doc`), so
+/// the guide compiles against the API it describes. The README's example is built by
+/// `tests/newcomer.rs`, in a crate of its own.
+#[cfg(doctest)]
+#[doc = include_str!("../../../doc/library.md")]
+struct LibraryGuide;
+
 /// Runs a query against the running system and returns what it saw.
 pub fn collect(query: &Query) -> Result<Snapshot, Error> {
     sys::collect(query)
