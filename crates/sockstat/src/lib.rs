@@ -227,6 +227,7 @@ pub fn resolve_user(name_or_uid: &str) -> Result<u32, FilterError> {
 
 /// One listening port and the processes behind it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct ListeningPort {
     /// Protocol (`tcp`, `udp`, `udplite`, `sctp`, `mptcp`).
     pub proto: Proto,

@@ -21,6 +21,7 @@ use serde::Serialize;
 /// Transport protocol of a socket, as `-P` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Proto {
     /// TCP (IPPROTO_TCP).
     Tcp,
@@ -123,6 +124,7 @@ impl fmt::Display for Proto {
 /// Address family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Family {
     /// AF_INET.
     Inet,
@@ -162,6 +164,7 @@ impl Family {
 /// Socket type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum SockType {
     /// SOCK_STREAM.
     Stream,
@@ -210,6 +213,7 @@ impl SockType {
 /// Datagram and unix sockets use the TCP numbering too: connected is `Established`, unconnected is
 /// shown as `Unconn` (kernel `TCP_CLOSE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum State {
     /// TCP_ESTABLISHED (1); connected datagram and unix sockets.
     Established,
@@ -413,6 +417,7 @@ impl UnixName {
 /// (`doc/json-schema.md`): `{"address","port"}`, `{"path"}`, `{"peer","path"}`,
 /// `{"protocol","ifindex"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Endpoint {
     /// An IP address and port. For raw sockets `port` is the IP protocol number, as in
     /// `/proc/net/raw` and `ss`.
@@ -479,6 +484,7 @@ impl Endpoint {
 /// how; doc/json-schema.md, `owners_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OwnersStatus {
     /// Holders were found, and no process that could not be read may hold it too: `owners`
     /// lists every one.
@@ -498,6 +504,7 @@ pub enum OwnersStatus {
 
 /// One (process, file descriptor) holding a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Owner {
     /// Process id (thread-group leader).
     pub pid: u32,
@@ -505,8 +512,16 @@ pub struct Owner {
     pub fd: u32,
 }
 
+impl Owner {
+    /// Descriptor `fd` of process `pid`.
+    pub fn new(pid: u32, fd: u32) -> Owner {
+        Owner { pid, fd }
+    }
+}
+
 /// What is known of a process that holds sockets.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Process {
     /// Process id.
     pub pid: u32,
@@ -518,8 +533,19 @@ pub struct Process {
     pub args: Option<Vec<RawString>>,
 }
 
+impl Process {
+    /// Process `pid`, nothing else known yet (no command, uid or arguments).
+    pub fn new(pid: u32) -> Process {
+        Process {
+            pid,
+            ..Process::default()
+        }
+    }
+}
+
 /// Queue sizes and timers the kernel reports with every inet socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Timer {
     /// `idiag_timer`: 0 off, 1 retransmit/probe, 2 keepalive, 3 TIME_WAIT, 4 persist (zero window).
     pub kind: u8,
@@ -534,6 +560,7 @@ pub struct Timer {
 /// Not `Serialize` on its own: the contract's socket object names each holder's command and
 /// user, which live in the [`Snapshot`]; serialize the snapshot.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Socket {
     /// Socket inode (`socket:[N]`); `None` for TIME_WAIT and request sockets (the kernel reports 0).
     pub id: Option<u64>,
@@ -704,6 +731,7 @@ impl Socket {
 /// detail the snapshot holds (TCP internals, memory, timers, cgroups, arguments and warning
 /// details when they were gathered). See [`crate::render::json`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// The sockets, in output order.
     pub sockets: Vec<Socket>,
