@@ -82,6 +82,8 @@ impl Status {
             ErrorKind::Invalid => Status::Usage,
             ErrorKind::Denied | ErrorKind::Unsupported => Status::Unavailable,
             ErrorKind::Gone | ErrorKind::Bug | ErrorKind::Other => Status::Failed,
+            // A kind a later library adds: not known to be the caller's doing.
+            _ => Status::Failed,
         };
         if let Some(s) = e.downcast_ref::<Stopped>() {
             return Some(s.status);

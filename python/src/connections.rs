@@ -66,7 +66,9 @@ fn status_index(proto: Proto, state: State) -> usize {
         State::LastAck => 8,
         State::Listen => 9,
         State::Closing => 10,
-        State::Unconn | State::Unknown(_) | State::Untold => 11,
+        // UNCONN, a state this version does not know, one no table told, and any a later
+        // library adds.
+        _ => 11,
     }
 }
 
@@ -240,8 +242,9 @@ pub fn net_connections(
             Family::Inet => &c.af_inet,
             Family::Inet6 => &c.af_inet6,
             Family::Unix => &c.af_unix,
-            // Not in psutil's kinds (and not asked for: the protocols above).
-            Family::Packet | Family::Netlink | Family::Other => continue,
+            // Packet, netlink and other families: not in psutil's kinds (and not asked for:
+            // the protocols above).
+            _ => continue,
         }
         .bind(py);
         let sock_type = match s.sock_type {
@@ -249,7 +252,7 @@ pub fn net_connections(
             SockType::Dgram => &c.sock_dgram,
             SockType::Seqpacket => &c.sock_seqpacket,
             SockType::Raw => &c.sock_raw,
-            SockType::Unknown => continue,
+            _ => continue,
         }
         .bind(py);
         let (laddr, raddr) = if s.family == Family::Unix {

@@ -445,14 +445,7 @@ impl Collector {
 
 /// The namespace sockstat runs in, as `-Z` would name it (`global` on the host).
 fn own_zone(proc_root: &std::path::Path) -> Zone {
-    sockstat::current_zone(proc_root).unwrap_or_else(|| Zone {
-        name: "global".to_string(),
-        kind: ZoneKind::Global,
-        netns_inode: None,
-        container_id: None,
-        runtime: None,
-        pod: None,
-    })
+    sockstat::current_zone(proc_root).unwrap_or_else(|| Zone::new("global", ZoneKind::Global))
 }
 
 #[derive(Default)]
@@ -745,24 +738,23 @@ mod tests {
     }
 
     fn socket(inode: u64, state: State) -> sockstat::Socket {
-        sockstat::Socket {
-            id: Some(inode),
-            cookie: Some(inode),
-            send_q: 128,
-            uid: Some(0),
-            owners_status: OwnersStatus::NotRequested,
-            ..sockstat::Socket::new(
-                Proto::Tcp,
-                Family::Inet,
-                SockType::Stream,
-                state,
-                Endpoint::Inet {
-                    addr: "127.0.0.1".parse().unwrap(),
-                    port: 8080,
-                },
-                None,
-            )
-        }
+        let mut s = sockstat::Socket::new(
+            Proto::Tcp,
+            Family::Inet,
+            SockType::Stream,
+            state,
+            Endpoint::Inet {
+                addr: "127.0.0.1".parse().unwrap(),
+                port: 8080,
+            },
+            None,
+        );
+        s.id = Some(inode);
+        s.cookie = Some(inode);
+        s.send_q = 128;
+        s.uid = Some(0);
+        s.owners_status = OwnersStatus::NotRequested;
+        s
     }
 
     /// The replay fixture's /proc: pid 4242 (sockholder) holds socket:[3331811] as fd 11 and
@@ -778,9 +770,10 @@ mod tests {
     fn zone(key: Option<u64>, sockets: Vec<sockstat::Socket>) -> ZoneSample {
         ZoneSample {
             key,
-            snapshot: sockstat::Snapshot {
-                sockets,
-                ..sockstat::Snapshot::default()
+            snapshot: {
+                let mut snap = sockstat::Snapshot::default();
+                snap.sockets = sockets;
+                snap
             },
             ..ZoneSample::default()
         }
@@ -801,7 +794,7 @@ mod tests {
         assert!(cache.fill(&mut zones, &proc_root).is_empty());
         assert_eq!(cache.scans, 1);
         let s = &zones[0].snapshot.sockets[0];
-        assert_eq!(s.owners, vec![Owner { pid: 4242, fd: 11 }]);
+        assert_eq!(s.owners, vec![Owner::new(4242, 11)]);
         assert_eq!(s.owners_status, OwnersStatus::Known);
         assert_eq!(command(&zones[0], 4242).as_deref(), Some("sockholder"));
 
@@ -817,7 +810,7 @@ mod tests {
         assert_eq!(cache.scans, 1);
         assert_eq!(
             zones[0].snapshot.sockets[0].owners,
-            vec![Owner { pid: 4242, fd: 11 }]
+            vec![Owner::new(4242, 11)]
         );
         assert!(zones[0].snapshot.sockets[1].owners.is_empty());
         assert!(zones[0].snapshot.process(4242).is_some());
@@ -834,7 +827,7 @@ mod tests {
         assert_eq!(cache.scans, 2);
         assert_eq!(
             zones[0].snapshot.sockets[1].owners,
-            vec![Owner { pid: 4242, fd: 12 }, Owner { pid: 4444, fd: 3 }]
+            vec![Owner::new(4242, 12), Owner::new(4444, 3)]
         );
     }
 
@@ -848,16 +841,13 @@ mod tests {
         cache.refreshed = Some(Instant::now());
         cache
             .by_listener
-            .insert((None, 7), vec![Owner { pid: 100, fd: 3 }]);
-        cache.processes.insert(
-            100,
-            Process {
-                pid: 100,
-                command: Some(sockstat::RawString::new(b"worker")),
-                uid: Some(65534),
-                args: None,
-            },
-        );
+            .insert((None, 7), vec![Owner::new(100, 3)]);
+        cache.processes.insert(100, {
+            let mut p = Process::new(100);
+            p.command = Some(sockstat::RawString::new(b"worker"));
+            p.uid = Some(65534);
+            p
+        });
         cache.unseen = sockstat::join::Unseen {
             unreadable: vec![(1, Some(0))],
             euid: 65534,
@@ -877,9 +867,10 @@ mod tests {
         // The same listener created by the worker's user: its creator is in view.
         let mut zones = vec![zone(
             None,
-            vec![sockstat::Socket {
-                uid: Some(65534),
-                ..socket(7, State::Listen)
+            vec![{
+                let mut s = socket(7, State::Listen);
+                s.uid = Some(65534);
+                s
             }],
         )];
         assert!(cache
@@ -905,7 +896,7 @@ mod tests {
         assert_eq!(cache.scans, 1);
         assert_eq!(
             zones[1].snapshot.sockets[0].owners,
-            vec![Owner { pid: 4242, fd: 12 }, Owner { pid: 4444, fd: 3 }]
+            vec![Owner::new(4242, 12), Owner::new(4444, 3)]
         );
         assert!(zones[0].snapshot.process(4444).is_none());
         assert!(zones[1].snapshot.process(4444).is_some());

@@ -12,6 +12,7 @@ use std::io;
 /// What kind of failure an error is, for callers that act on it (retry, ask for privileges,
 /// fall back, report a bug).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// What was asked about is gone: a process that exited, a socket that closed, a namespace
     /// that was removed (`ENOENT`, `ESRCH`). Normal on a busy host.
@@ -52,6 +53,7 @@ impl ErrorKind {
 
 /// A system call or read that failed: what it was doing, and the error (with its errno).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct SysError {
     /// What was being done, in words: `"cannot open /proc"`, `"bpf(BPF_PROG_LOAD)"`.
     pub what: String,

@@ -38,6 +38,7 @@ pub const PROTOCOLS: [Proto; 2] = [Proto::Tcp, Proto::Udp];
 /// What became of one socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// The kernel closed it: a TCP connection was reset (its process's next call fails with
     /// ECONNABORTED, the peer gets a RST); a UDP socket's pending call fails with ECONNABORTED
@@ -92,6 +93,7 @@ impl Outcome {
 
 /// The result for one socket: the outcome and, when there is more to say, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Attempt {
     /// What happened.
     pub outcome: Outcome,

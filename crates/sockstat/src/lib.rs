@@ -8,16 +8,19 @@
 //! filters) → **render** ([`render`]).
 //!
 //! ```
-//! use sockstat::{Query, PortSet};
+//! use sockstat::{PortSet, Query};
 //!
 //! let mut q = Query::new();
 //! q.listening = true;
 //! q.ports = Some(PortSet::parse("22,80,8000-8100")?);
 //! let snap = sockstat::collect(&q)?;
 //! for s in &snap.sockets {
-//!     for o in &s.owners {
-//!         let cmd = snap.process(o.pid).and_then(|p| p.command.as_ref());
-//!         println!("{:?} {:?} pid {} fd {} {:?}", s.proto, s.local, o.pid, o.fd, cmd);
+//!     for h in snap.holders(s) {
+//!         // A command name is set by the process itself: `Display` escapes control
+//!         // characters and invalid UTF-8 as the listing does.
+//!         let cmd = h.command.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
+//!         let user = h.user.unwrap_or("?");
+//!         println!("{} {} {cmd}[{}] fd {} ({user})", s.proto_label(), s.local, h.pid, h.fd);
 //!     }
 //! }
 //! for w in &snap.warnings {
@@ -25,6 +28,12 @@
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A socket's holders are (pid, fd) pairs ([`Socket::owners`]); [`Snapshot::holders`] joins
+//! each with its process's command and user. The text types that come from the kernel or other
+//! processes ([`RawString`], [`UnixName`], [`Endpoint`], [`Zone`]) implement `Display` as the
+//! listing shows them: control characters and bytes that are not UTF-8 escaped (`\x1b`,
+//! `\xff`), so printing one cannot drive the terminal.
 //!
 //! ## Listening ports
 //!
@@ -118,8 +127,8 @@ pub mod zone;
 pub use error::{Error, ErrorKind, SysError};
 pub use model::tcp::{Memory, TcpDetails};
 pub use model::{
-    Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, Severity, Snapshot, SockType,
-    Socket, State, Timer, UnixName, Warning, WarningCode,
+    Endpoint, Family, Holder, Owner, OwnersStatus, Process, Proto, RawString, Severity, Snapshot,
+    SockType, Socket, State, Timer, UnixName, Warning, WarningCode,
 };
 pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 pub use sample::{Sample, ZoneSample};
@@ -128,6 +137,13 @@ pub use sys::sampler::Sampler;
 pub use zone::{Zone, ZoneKind};
 
 use std::net::IpAddr;
+
+/// doc/library.md, "Using the library": its examples run as doctests (`cargo test --doc`), so
+/// the guide compiles against the API it describes. The README's example is built by
+/// `tests/newcomer.rs`, in a crate of its own.
+#[cfg(doctest)]
+#[doc = include_str!("../../../doc/library.md")]
+struct LibraryGuide;
 
 /// Runs a query against the running system and returns what it saw.
 pub fn collect(query: &Query) -> Result<Snapshot, Error> {
@@ -212,6 +228,7 @@ pub fn resolve_user(name_or_uid: &str) -> Result<u32, FilterError> {
 
 /// One listening port and the processes behind it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct ListeningPort {
     /// Protocol (`tcp`, `udp`, `udplite`, `sctp`, `mptcp`).
     pub proto: Proto,
@@ -261,16 +278,9 @@ impl ListeningPort {
                         address: addr,
                         port,
                         inode: s.id,
-                        processes: s
-                            .owners
-                            .iter()
-                            .map(|o| {
-                                let cmd = snap
-                                    .process(o.pid)
-                                    .and_then(|p| p.command.as_ref())
-                                    .map(|c| c.to_string_lossy().into_owned());
-                                (o.pid, cmd)
-                            })
+                        processes: snap
+                            .holders(s)
+                            .map(|h| (h.pid, h.command.map(|c| c.to_string_lossy().into_owned())))
                             .collect(),
                     })
                 }

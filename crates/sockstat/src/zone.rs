@@ -11,6 +11,7 @@ use serde::Serialize;
 /// What kind of zone a namespace is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ZoneKind {
     /// The host's namespace (that of pid 1).
     Global,
@@ -32,6 +33,12 @@ pub enum ZoneKind {
     Unnamed,
 }
 
+impl std::fmt::Display for ZoneKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl ZoneKind {
     /// The name used in JSON.
     pub fn name(self) -> &'static str {
@@ -51,6 +58,7 @@ impl ZoneKind {
 
 /// One zone, as shown in the ZONE column and the `"zone"` JSON object.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[non_exhaustive]
 pub struct Zone {
     /// Display name: `global`, an `ip netns` name, a container or pod name, or the inode.
     pub name: String,
@@ -71,6 +79,18 @@ pub struct Zone {
 }
 
 impl Zone {
+    /// A zone of this name and kind, with nothing else known (no inode, container or pod).
+    pub fn new(name: impl Into<String>, kind: ZoneKind) -> Zone {
+        Zone {
+            name: name.into(),
+            kind,
+            netns_inode: None,
+            container_id: None,
+            runtime: None,
+            pod: None,
+        }
+    }
+
     /// Whether `spec` (from `-z`) selects this zone: its name, a prefix of its container id
     /// (at least 4 characters), or its inode.
     pub fn matches(&self, spec: &str) -> bool {

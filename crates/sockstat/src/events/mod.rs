@@ -46,6 +46,7 @@ use crate::{Socket, State};
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum EventKind {
     /// A connect() completed (SYN_SENT -> ESTABLISHED).
     Connect,
@@ -92,6 +93,7 @@ impl Side {
 /// How an established connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum End {
     /// This end sent its FIN first: the TIME-WAIT entry is here.
     LocalClose,
@@ -124,6 +126,7 @@ impl End {
 /// Why a connect() failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum FailReason {
     /// The other end answered with a reset: nothing listens there (ECONNREFUSED).
     Refused,
@@ -155,6 +158,7 @@ impl FailReason {
 
 /// The process that called connect() or accept().
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct EventProcess {
     /// Process id (the thread group).
     pub pid: u32,
@@ -169,6 +173,7 @@ pub struct EventProcess {
 /// Why an event names no process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ProcessStatus {
     /// A server connection that closed before any process accepted it.
     NeverAccepted,
@@ -189,6 +194,7 @@ impl ProcessStatus {
 
 /// One connection event.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ConnEvent {
     /// What happened.
     pub kind: EventKind,
@@ -630,6 +636,7 @@ impl ZoneScope {
 
 /// Events the kernel could not hand over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
 pub struct Lost {
     /// Records the ring buffer had no room for.
     pub ring_full: u64,

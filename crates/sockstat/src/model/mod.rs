@@ -21,6 +21,7 @@ use serde::Serialize;
 /// Transport protocol of a socket, as `-P` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Proto {
     /// TCP (IPPROTO_TCP).
     Tcp,
@@ -123,6 +124,7 @@ impl fmt::Display for Proto {
 /// Address family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Family {
     /// AF_INET.
     Inet,
@@ -137,6 +139,12 @@ pub enum Family {
     /// Another family, or one not known: a socket of [`Proto::Other`] whose kernel protocol
     /// name does not say.
     Other,
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Family {
@@ -156,6 +164,7 @@ impl Family {
 /// Socket type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum SockType {
     /// SOCK_STREAM.
     Stream,
@@ -167,6 +176,12 @@ pub enum SockType {
     Raw,
     /// Not known: a socket of [`Proto::Other`] whose kernel protocol name does not say.
     Unknown,
+}
+
+impl fmt::Display for SockType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl SockType {
@@ -198,6 +213,7 @@ impl SockType {
 /// Datagram and unix sockets use the TCP numbering too: connected is `Established`, unconnected is
 /// shown as `Unconn` (kernel `TCP_CLOSE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum State {
     /// TCP_ESTABLISHED (1); connected datagram and unix sockets.
     Established,
@@ -352,7 +368,9 @@ impl RawString {
         &self.0
     }
 
-    /// The text, with invalid UTF-8 replaced by U+FFFD (for display only; see `render::sanitize`).
+    /// The text, with invalid UTF-8 replaced by U+FFFD and control characters kept: for a
+    /// program that matches on names. To print one, use its `Display` (`{}`), which escapes
+    /// as the listing does.
     pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.0)
     }
@@ -399,6 +417,7 @@ impl UnixName {
 /// (`doc/json-schema.md`): `{"address","port"}`, `{"path"}`, `{"peer","path"}`,
 /// `{"protocol","ifindex"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Endpoint {
     /// An IP address and port. For raw sockets `port` is the IP protocol number, as in
     /// `/proc/net/raw` and `ss`.
@@ -465,6 +484,7 @@ impl Endpoint {
 /// how; doc/json-schema.md, `owners_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OwnersStatus {
     /// Holders were found, and no process that could not be read may hold it too: `owners`
     /// lists every one.
@@ -484,6 +504,7 @@ pub enum OwnersStatus {
 
 /// One (process, file descriptor) holding a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Owner {
     /// Process id (thread-group leader).
     pub pid: u32,
@@ -491,8 +512,16 @@ pub struct Owner {
     pub fd: u32,
 }
 
+impl Owner {
+    /// Descriptor `fd` of process `pid`.
+    pub fn new(pid: u32, fd: u32) -> Owner {
+        Owner { pid, fd }
+    }
+}
+
 /// What is known of a process that holds sockets.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Process {
     /// Process id.
     pub pid: u32,
@@ -504,8 +533,19 @@ pub struct Process {
     pub args: Option<Vec<RawString>>,
 }
 
+impl Process {
+    /// Process `pid`, nothing else known yet (no command, uid or arguments).
+    pub fn new(pid: u32) -> Process {
+        Process {
+            pid,
+            ..Process::default()
+        }
+    }
+}
+
 /// Queue sizes and timers the kernel reports with every inet socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Timer {
     /// `idiag_timer`: 0 off, 1 retransmit/probe, 2 keepalive, 3 TIME_WAIT, 4 persist (zero window).
     pub kind: u8,
@@ -520,6 +560,7 @@ pub struct Timer {
 /// Not `Serialize` on its own: the contract's socket object names each holder's command and
 /// user, which live in the [`Snapshot`]; serialize the snapshot.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Socket {
     /// Socket inode (`socket:[N]`); `None` for TIME_WAIT and request sockets (the kernel reports 0).
     pub id: Option<u64>,
@@ -690,6 +731,7 @@ impl Socket {
 /// detail the snapshot holds (TCP internals, memory, timers, cgroups, arguments and warning
 /// details when they were gathered). See [`crate::render::json`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// The sockets, in output order.
     pub sockets: Vec<Socket>,
@@ -755,7 +797,114 @@ impl Snapshot {
     pub fn process(&self, pid: u32) -> Option<&Process> {
         self.processes.get(&pid)
     }
+
+    /// Every holder of `socket` with its process: pid, fd, command, uid and user name, in the
+    /// order of [`Socket::owners`]. An owner names a process by pid; its command and user live
+    /// in [`Snapshot::processes`] and [`Snapshot::users`], joined here as the listing joins
+    /// them (the USER column and the JSON owner object).
+    ///
+    /// ```
+    /// # fn show(snap: &sockstat::Snapshot) {
+    /// for s in &snap.sockets {
+    ///     for h in snap.holders(s) {
+    ///         let cmd = h.command.map(|c| c.to_string()).unwrap_or_else(|| "?".into());
+    ///         println!("{} {cmd}[{}] fd {} user {:?}", s.local, h.pid, h.fd, h.user);
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn holders<'a>(
+        &'a self,
+        socket: &'a Socket,
+    ) -> impl ExactSizeIterator<Item = Holder<'a>> + DoubleEndedIterator + 'a {
+        socket.owners.iter().map(|o| self.holder(o))
+    }
+
+    /// One owner joined with its process (see [`Snapshot::holders`]).
+    pub fn holder(&self, owner: &Owner) -> Holder<'_> {
+        let process = self.process(owner.pid);
+        let uid = process.and_then(|p| p.uid);
+        Holder {
+            pid: owner.pid,
+            fd: owner.fd,
+            command: process.and_then(|p| p.command.as_ref()),
+            uid,
+            user: uid.and_then(|u| self.user_name(u)),
+            process,
+        }
+    }
 }
+
+/// A (process, file descriptor) holding a socket, with what the snapshot knows of the process:
+/// what [`Snapshot::holders`] gives. Borrowed from the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct Holder<'a> {
+    /// Process id (thread-group leader).
+    pub pid: u32,
+    /// File descriptor number in that process.
+    pub fd: u32,
+    /// The process's command (`/proc/PID/comm`), when it could be read. Untrusted: its
+    /// `Display` escapes control characters as the listing does.
+    pub command: Option<&'a RawString>,
+    /// The process's effective uid, when it could be read.
+    pub uid: Option<u32>,
+    /// The user name of `uid`, when it was resolved (not with numeric uids, as `-n` asks).
+    pub user: Option<&'a str>,
+    /// The whole process record (arguments with `-a`), when the snapshot has it.
+    pub process: Option<&'a Process>,
+}
+#[cfg(test)]
+mod holders {
+    use super::*;
+
+    #[test]
+    fn a_holder_carries_its_process_and_user_and_an_unseen_process_stays_unknown() {
+        let mut snap = Snapshot::default();
+        let mut s = Socket::new(
+            Proto::Tcp,
+            Family::Inet,
+            SockType::Stream,
+            State::Listen,
+            Endpoint::Inet {
+                addr: IpAddr::from([0, 0, 0, 0]),
+                port: 8080,
+            },
+            None,
+        );
+        s.owners = vec![Owner { pid: 812, fd: 6 }, Owner { pid: 900, fd: 3 }];
+        snap.processes.insert(
+            812,
+            Process {
+                pid: 812,
+                command: Some(RawString::new(b"nginx")),
+                uid: Some(33),
+                args: None,
+            },
+        );
+        snap.users.insert(33, Some("www-data".into()));
+        let got: Vec<_> = snap
+            .holders(&s)
+            .map(|h| (h.pid, h.fd, h.command.map(|c| c.to_string()), h.uid, h.user))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    812,
+                    6,
+                    Some("nginx".to_string()),
+                    Some(33),
+                    Some("www-data")
+                ),
+                (900, 3, None, None, None),
+            ]
+        );
+        assert_eq!(snap.holders(&s).len(), 2);
+        assert_eq!(snap.holder(&s.owners[0]).process, snap.process(812));
+    }
+}
+
 #[cfg(test)]
 mod size_guard {
     /// The per-socket memory of big tables (doc/BENCHMARKS.md, "Big tables") is mostly this

@@ -17,6 +17,7 @@ pub const MAX_UNSCALED_WINDOW: u32 = 65_535;
 
 /// TCP internals of one socket.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct TcpDetails {
     /// The kernel's `struct tcp_info`, as long as the kernel sent it.
     pub info: TcpInfo,
@@ -219,6 +220,7 @@ struct Bbr {
 
 /// Socket memory (`-m`): `SK_MEMINFO_*` as `ss -m` shows it (`skmem:(r,rb,t,tb,f,w,o,bl,d)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Memory {
     /// Bytes queued for reading (`r`, `sk_rmem_alloc`).
     pub rmem_alloc_bytes: u32,

@@ -486,7 +486,23 @@ fn write_unix_name(f: &mut fmt::Formatter<'_>, name: &UnixName) -> fmt::Result {
             p
         }
     };
-    f.write_str(&sanitize::for_terminal(raw.as_bytes()))
+    write!(f, "{raw}")
+}
+
+/// As the listing writes it: the path, or `@` and the abstract name, escaped as
+/// [`RawString`](crate::RawString)'s `Display` escapes.
+impl Display for UnixName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_unix_name(f, self)
+    }
+}
+
+/// As the listing's LOCAL and FOREIGN columns write it ([`endpoint`]): `127.0.0.1:22`,
+/// `[::1]:25`, `*:22`, `/run/x.sock`, `@abstract`, `*` for an unnamed unix socket.
+impl Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        endpoint(self).fmt(f)
+    }
 }
 
 /// A time as RFC 3339 in UTC with milliseconds: `2026-11-22T14:50:01.123Z` (the `time` of the

@@ -240,12 +240,13 @@ fn owner_objects<'a>(
     owners
         .iter()
         .map(|o| {
-            let p = snap.process(o.pid);
-            let cmd = p
-                .and_then(|p| p.command.as_ref())
-                .map(|c| text(c.as_bytes()));
-            let uid = p.and_then(|p| p.uid);
-            let (args, args_hex) = match p.and_then(|p| p.args.as_ref()).filter(|_| opts.args) {
+            let h = snap.holder(o);
+            let cmd = h.command.map(|c| text(c.as_bytes()));
+            let (args, args_hex) = match h
+                .process
+                .and_then(|p| p.args.as_ref())
+                .filter(|_| opts.args)
+            {
                 Some(a) => {
                     let texts: Vec<Text<'_>> =
                         a.iter().map(|x| text(RawString::as_bytes(x))).collect();
@@ -260,12 +261,12 @@ fn owner_objects<'a>(
                 None => (None, None),
             };
             JsonOwner {
-                pid: o.pid,
-                fd: o.fd,
+                pid: h.pid,
+                fd: h.fd,
                 command,
                 command_hex,
-                uid,
-                user: uid.and_then(|u| snap.user_name(u)),
+                uid: h.uid,
+                user: h.user,
                 args,
                 args_hex,
             }

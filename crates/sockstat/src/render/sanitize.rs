@@ -9,6 +9,8 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+use crate::RawString;
+
 /// True for characters that must never reach a terminal raw: C0 and C1 controls, DEL, and the
 /// invisible format characters that change how surrounding text is displayed (bidi embeddings,
 /// overrides and isolates, zero-width characters, the BOM).
@@ -59,6 +61,24 @@ pub fn for_terminal(bytes: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The text as the listing shows it ([`for_terminal`]): UTF-8 as it is, invalid bytes as
+/// `\xNN`, control and format characters escaped, `\` doubled. Safe to print on a terminal;
+/// [`RawString::to_string_lossy`] gives the text with U+FFFD instead, and
+/// [`RawString::as_bytes`] the bytes.
+impl std::fmt::Display for RawString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&for_terminal(self.as_bytes()))
+    }
+}
+
+/// The zone's name as the ZONE column shows it (escaped as [`for_terminal`] escapes: a container
+/// or pod name is chosen by whoever made it).
+impl std::fmt::Display for crate::Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&for_terminal(self.name.as_bytes()))
+    }
+}
+
 /// Neutralizes a CSV cell that a spreadsheet would run as a formula (leading `=`, `+`, `-`, `@`,
 /// tab or carriage return; OWASP "CSV injection") by prefixing a single quote.
 pub fn for_csv_cell(cell: &str) -> Cow<'_, str> {
@@ -96,6 +116,50 @@ mod tests {
         assert_eq!(for_terminal(b"bad\xff\xfe"), "bad\\xff\\xfe");
         assert_eq!(for_terminal(b"lit\\x1b"), "lit\\\\x1b");
         assert_ne!(for_terminal(b"lit\\x1b"), for_terminal(b"lit\x1b"));
+    }
+
+    #[test]
+    fn display_of_a_raw_string_is_the_tables_escaping() {
+        for raw in [
+            &b"nginx"[..],
+            b"a\x1b[31mred",
+            b"bad\xff\xfe",
+            b"lit\\x1b",
+            "\u{202e}gnp.exe".as_bytes(),
+        ] {
+            assert_eq!(RawString::new(raw).to_string(), for_terminal(raw));
+        }
+        assert_eq!(RawString::new(b"x\ny\xff").to_string(), "x\\ny\\xff");
+    }
+
+    #[test]
+    fn unix_names_endpoints_and_zones_display_escaped() {
+        use crate::model::{Endpoint, UnixName};
+        let path = UnixName::Path(RawString::new(b"/run/a\x1bb.sock"));
+        assert_eq!(path.to_string(), "/run/a\\x1bb.sock");
+        let abs = UnixName::Abstract(RawString::new(b"bus\xff"));
+        assert_eq!(abs.to_string(), "@bus\\xff");
+        assert_eq!(Endpoint::Unix(Some(abs)).to_string(), "@bus\\xff");
+        assert_eq!(Endpoint::Unix(None).to_string(), "*");
+        let v6 = Endpoint::Inet {
+            addr: "2001:db8::1".parse().unwrap(),
+            port: 443,
+        };
+        assert_eq!(v6.to_string(), "[2001:db8::1]:443");
+        let any = Endpoint::Inet {
+            addr: "0.0.0.0".parse().unwrap(),
+            port: 22,
+        };
+        assert_eq!(any.to_string(), "*:22");
+        let zone = crate::Zone {
+            name: "web\u{202e}1".into(),
+            kind: crate::ZoneKind::Docker,
+            netns_inode: None,
+            container_id: None,
+            runtime: None,
+            pod: None,
+        };
+        assert_eq!(zone.to_string(), "web\\u{202e}1");
     }
 
     #[test]
