@@ -97,7 +97,7 @@ impl Status {
         if e.is::<sockstat::FilterError>() || e.is::<clap::Error>() {
             return Some(Status::Usage);
         }
-        if e.is::<sockstat::events::Unavailable>() {
+        if e.is::<sockstat::run::events::Unavailable>() {
             return Some(Status::Unavailable);
         }
         // A bare system error: only a refused privilege or a missing feature says more than

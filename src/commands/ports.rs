@@ -110,9 +110,9 @@ pub fn run(
         .counters(args.interval.is_some());
     // With an interval, connection events (where this process may trace them) name the
     // processes that open connections meanwhile.
-    let mut tracer = args
-        .interval
-        .and_then(|_| sockstat::events::Tracer::start(false, sockstat::events::RING_BYTES).ok());
+    let mut tracer = args.interval.and_then(|_| {
+        sockstat::run::events::Tracer::start(false, sockstat::run::events::RING_BYTES).ok()
+    });
     let mut openers = sockstat::events::openers::Openers::default();
     let (first, last) = match args.interval {
         None => (None, sampler.sample()?),
@@ -144,7 +144,7 @@ pub fn run(
         }
     };
     let interval_s = first.as_ref().map(|f| last.seconds_since(f));
-    let own_netns = sockstat::events::own_netns();
+    let own_netns = sockstat::run::events::own_netns();
     let mut reports: Vec<PortsReport> = last
         .zones
         .iter()

@@ -23,11 +23,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::events::drops::DropCounter;
 use sockstat::events::metrics::EventMetrics;
-use sockstat::events::{ConnEvent, Tracer, Unavailable};
+use sockstat::events::ConnEvent;
 use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
+use sockstat::run::drops::DropCounter;
+use sockstat::run::events::{Tracer, Unavailable};
 use sockstat::{
     judge, Diagnosis, Endpoint, Owner, OwnerScan, OwnersStatus, Process, Proto, Query, Sample,
     Sampler, State, Zone, ZoneKind, ZoneSample, ZoneSelect,
@@ -622,7 +623,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// Loads the connection-event and drop programs; the error names what is missing.
 fn start_events() -> Result<(Tracer, DropCounter), Unavailable> {
-    let tracer = Tracer::start(false, sockstat::events::RING_BYTES)?;
+    let tracer = Tracer::start(false, sockstat::run::events::RING_BYTES)?;
     if let Some(why) = &tracer.accept_unavailable {
         eprintln!("sockstat: warning: accept() is not traced ({why}): no accept-wait histograms");
     }
@@ -633,7 +634,7 @@ fn start_events() -> Result<(Tracer, DropCounter), Unavailable> {
 /// Sums the events of the namespace sockstat runs in (of every namespace with `all_zones`),
 /// read every 100 ms on a thread of their own, into the metrics each collection renders.
 fn drain_events(mut tracer: Tracer, all_zones: bool) -> anyhow::Result<Arc<Mutex<EventMetrics>>> {
-    let own = sockstat::events::own_netns();
+    let own = sockstat::run::events::own_netns();
     let metrics = Arc::new(Mutex::new(EventMetrics::new(own)));
     let sink = Arc::clone(&metrics);
     let clock = sockstat::events::Clock::now();

@@ -119,6 +119,51 @@ impl From<rustix::io::Errno> for ErrorKind {
     }
 }
 
+/// How a dump failed.
+#[derive(Debug)]
+pub enum DumpError {
+    /// The socket could not be opened, or send/recv failed (errno inside).
+    Io(std::io::Error),
+    /// The kernel answered with an error: `NLMSG_ERROR`, or the errno inside `NLMSG_DONE`
+    /// (ENOENT there means "no handler for this protocol": the diag module is missing).
+    Kernel(i32),
+    /// A reply could not be decoded.
+    Decode(sockstat_wire::DecodeError),
+}
+
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DumpError::Io(e) => write!(f, "{e}"),
+            DumpError::Kernel(errno) => {
+                write!(f, "{}", std::io::Error::from_raw_os_error(*errno))
+            }
+            DumpError::Decode(e) => write!(f, "undecodable sock_diag reply: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DumpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DumpError::Io(e) => Some(e),
+            DumpError::Kernel(_) => None,
+            DumpError::Decode(e) => Some(e),
+        }
+    }
+}
+
+impl DumpError {
+    /// The errno, when the failure has one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            DumpError::Io(e) => e.raw_os_error(),
+            DumpError::Kernel(e) => Some(*e),
+            DumpError::Decode(_) => None,
+        }
+    }
+}
+
 /// A query that could not be answered.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -128,7 +173,7 @@ pub enum Error {
         /// Which dump (`tcp4`, `unix`, ...).
         what: String,
         /// Why (the kernel's errno, or the decoding failure).
-        source: crate::sys::netlink::DumpError,
+        source: DumpError,
     },
     /// `-z` named a zone that does not exist.
     UnknownZone {

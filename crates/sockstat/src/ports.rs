@@ -14,9 +14,9 @@ use serde::Serialize;
 use crate::counters::CounterSet;
 use crate::model::{Endpoint, Proto, Severity, Snapshot, Socket, State};
 use crate::query::{PortSet, Query};
-use crate::render::fmt;
 use crate::sample::ZoneSample;
 use crate::sysctl::Sysctls;
+use crate::text::fmt;
 use crate::zone::Zone;
 
 /// How long a TIME-WAIT entry lasts: `TCP_TIMEWAIT_LEN`, 60 s, fixed in the kernel
@@ -168,7 +168,21 @@ pub struct Destination {
     /// The processes that called connect() to it during the interval, from connection events
     /// (`sockstat ports --interval` where it may trace them); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub opened_by: Option<Vec<crate::events::openers::Opener>>,
+    pub opened_by: Option<Vec<Opener>>,
+}
+
+/// A process that opened connections to one destination (counted by
+/// [`crate::events::openers::Openers`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Opener {
+    /// Process id.
+    pub pid: u32,
+    /// Command name.
+    pub command: String,
+    /// connect() calls it made to the destination (completed or failed).
+    pub connections: u64,
+    /// Of those, the ones that failed.
+    pub failed: u64,
 }
 
 /// One client of a listening port, as the server sees it.
@@ -667,8 +681,8 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                     "{}; to free the {} ports held in TIME-WAIT now (Linux 6.0+): {}",
                     exhaustion_advice(r),
                     d.time_wait,
-                    crate::kill::command_for(
-                        &crate::kill::Target::TimeWaitTo {
+                    crate::text::kill_command::command_for(
+                        &crate::text::kill_command::Target::TimeWaitTo {
                             local: Some(d.local_address),
                             remote: d.remote_address,
                             remote_port: d.remote_port,

@@ -43,9 +43,9 @@ use crate::counters::CounterSet;
 use crate::model::tcp::TcpInfo;
 pub use crate::model::Severity;
 use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning, WarningCode};
-use crate::render::fmt;
 pub use crate::sample::{Sample, ZoneSample};
 pub use crate::sysctl::Sysctls;
+use crate::text::fmt;
 pub use interval::{Certainty, Confidence};
 pub use retransmissions::{MeasuredConnects, SLOW_CONNECT_US};
 
@@ -720,11 +720,7 @@ fn evaluate_joined(
     // pieces are made by the first rule that needs them: the port analysis (4.8 ms at 60k) by
     // R7, taken first, while the next rule joins the samples (4.4 ms) on another core; R8,
     // which waits for the port analysis, is taken last instead of blocking a core meanwhile.
-    let workers = if after.snapshot.sockets.len() >= 4096 {
-        crate::sys::cores().unwrap_or(1).clamp(1, 4)
-    } else {
-        1
-    };
+    let workers = crate::parallel::parts(after.snapshot.sockets.len(), 4096, 4);
     let mut order: Vec<usize> = (0..RULES.len()).collect();
     order.sort_by_key(|&i| match RULES[i].0 {
         "ephemeral_ports" => 0,

@@ -7,9 +7,9 @@
 
 use std::io::{self, Write};
 
-use super::sanitize::for_terminal;
 use super::Options;
 use crate::counters::CounterReport;
+use crate::text::sanitize::for_terminal;
 
 /// Version of the counters JSON document.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -11,9 +11,9 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use super::sanitize::for_terminal;
 use super::Options;
 use crate::diagnose::{Finding, Report, Severity};
+use crate::text::sanitize::for_terminal;
 
 /// The JSON schema version of the diagnose document.
 pub const VERSION: u32 = 1;
@@ -74,7 +74,8 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
     for f in &r.findings {
         let target = match &f.socket {
             Some(s) => {
-                let conn = super::fmt::connection_ends(&s.local, s.remote.as_ref()).to_string();
+                let conn =
+                    crate::text::fmt::connection_ends(&s.local, s.remote.as_ref()).to_string();
                 let owners: Vec<String> = s
                     .owners
                     .iter()

@@ -118,7 +118,7 @@ pub(crate) fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
         }
         Endpoint::Packet { protocol, ifindex } => JsonEndpoint {
             protocol: Some(*protocol),
-            protocol_name: super::fmt::ethertype_name(*protocol),
+            protocol_name: crate::text::fmt::ethertype_name(*protocol),
             ifindex: Some(*ifindex),
             ..Default::default()
         },

@@ -6,7 +6,6 @@ pub mod buflock;
 pub mod cgroup;
 pub mod counters;
 pub mod destroy;
-pub mod diagnose;
 pub mod dump;
 pub mod netlink;
 pub mod netns;
@@ -36,12 +35,7 @@ pub(crate) fn scan_threads() -> usize {
     cores().unwrap_or(2).clamp(2, 4)
 }
 
-/// The cores this process may use, asked once: `available_parallelism` reads the cgroup's CPU
-/// quota (a dozen system calls), and a listing asks for its thread counts several times.
-pub(crate) fn cores() -> Option<usize> {
-    static CORES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-}
+pub(crate) use crate::parallel::cores;
 
 /// Threads for the BPF iterator's walk of the fd tables ([`owners::scan_any`]): every core (up
 /// to 4) when the scan runs alone, one fewer when it runs beside the socket dump, so the two do

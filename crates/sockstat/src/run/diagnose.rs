@@ -1,5 +1,5 @@
-//! The diagnosis's touches of the system beyond sampling (`crate::diagnose` is pure and reads
-//! nothing): the exact buffer locks (`--exact-locks`), whether the caller is root, the page
+//! The diagnose use case: the diagnosis's touches of the system beyond sampling
+//! (`crate::diagnose` is pure and reads nothing): the exact buffer locks (`--exact-locks`), whether the caller is root, the page
 //! size, and [`run`], the whole two-sample diagnosis of the connections a query selects.
 
 use std::collections::HashMap;
@@ -38,7 +38,7 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
     let mut first = q.clone();
     first.owners = q.filters_owners() && q.owners;
     let (mut tracer, untraced) = if how.connect_events {
-        match crate::events::Tracer::start(false, crate::events::RING_BYTES) {
+        match super::events::Tracer::start(false, super::events::RING_BYTES) {
             Ok(t) => (Some(t), None),
             Err(u) => (None, Some(u.message)),
         }
@@ -101,7 +101,7 @@ fn judge_with_connects(
         page_size: page_size(),
         buf_locks: Default::default(),
         own_netns: (!connects.is_empty())
-            .then(crate::events::own_netns)
+            .then(super::events::own_netns)
             .flatten(),
         connects,
     };
@@ -161,7 +161,7 @@ fn read_locks(report: &Report, opts: &mut Options) -> Vec<String> {
         if opts.buf_locks.contains_key(&cookie) {
             continue;
         }
-        match super::buflock::read(o.pid, o.fd, cookie) {
+        match crate::sys::buflock::read(o.pid, o.fd, cookie) {
             Ok(l) => {
                 opts.buf_locks.insert(cookie, l);
             }
@@ -173,7 +173,7 @@ fn read_locks(report: &Report, opts: &mut Options) -> Vec<String> {
 
 /// The page size from the auxiliary vector (`AT_PAGESZ`), 4096 when unreadable.
 pub fn page_size() -> u64 {
-    super::auxv(super::AT_PAGESZ).unwrap_or(4096)
+    crate::sys::auxv(crate::sys::AT_PAGESZ).unwrap_or(4096)
 }
 
 #[cfg(test)]
