@@ -147,6 +147,24 @@ def tcp_pair(
     return lst, cli, acc
 
 
+def time_waits(
+    closing: Callable[[socket.socket], socket.socket], n: int = 3
+) -> tuple[socket.socket, int]:
+    """A loopback listener and `n` connections to it that the client closed first, each leaving
+    a TIME-WAIT entry toward the port: (listener, port)."""
+    lst = closing(socket.socket())
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(128)
+    port = lst.getsockname()[1]
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", port))
+        a, _ = lst.accept()
+        c.close()
+        time.sleep(0.01)
+        a.close()
+    return lst, port
+
+
 def has_ipv6() -> bool:
     try:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)

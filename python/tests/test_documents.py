@@ -12,7 +12,7 @@ import time
 import pytest
 
 import sockstat
-from conftest import is_root, run_error, run_json, skip_loudly, tcp_pair
+from conftest import is_root, run_error, run_json, skip_loudly, tcp_pair, time_waits
 
 
 def plain(x):
@@ -71,16 +71,7 @@ def test_counters_since_boot_and_over_an_interval(sockstat_bin):
 
 
 def test_ports_time_wait_by_destination(sockstat_bin, closing):
-    lst = closing(socket.socket())
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(16)
-    port = lst.getsockname()[1]
-    for _ in range(3):  # the client closes first: three TIME-WAIT entries toward the port
-        c = socket.create_connection(("127.0.0.1", port))
-        a, _ = lst.accept()
-        c.close()
-        time.sleep(0.01)
-        a.close()
+    _, port = time_waits(closing)
     doc = sockstat.ports(ports=port)
     assert type(doc) is sockstat.PortsReport and doc.version == 1 and doc.interval_s is None
     [d] = [d for d in doc.destinations if d.remote_port == port]

@@ -188,6 +188,14 @@ pub enum Error {
     /// The query asks for something that cannot be done (a protocol list without TCP for a
     /// TCP-only view).
     Query(crate::query::FilterError),
+    /// Nothing of what a report needs could be read (no zone's counter files, say): there is
+    /// nothing to show.
+    Unreadable {
+        /// What could not be read (`the counters`).
+        what: String,
+        /// Why: what the gathering's warnings said.
+        why: String,
+    },
 }
 
 impl Error {
@@ -200,6 +208,7 @@ impl Error {
             },
             Error::UnknownZone { .. } | Error::Query(_) => ErrorKind::Invalid,
             Error::Proc(e) => e.kind(),
+            Error::Unreadable { .. } => ErrorKind::Other,
         }
     }
 
@@ -232,6 +241,7 @@ impl fmt::Display for Error {
             }
             Error::Proc(e) => write!(f, "{e}"),
             Error::Query(e) => write!(f, "{e}"),
+            Error::Unreadable { what, why } => write!(f, "cannot read {what}: {why}"),
             Error::UnknownZone { name, known } => write!(
                 f,
                 "unknown zone '{name}': give a zone name, container id prefix or namespace inode (known: {})",
@@ -247,7 +257,7 @@ impl std::error::Error for Error {
             Error::Dump { source, .. } => Some(source),
             Error::Proc(e) => Some(e),
             Error::Query(e) => Some(e),
-            Error::UnknownZone { .. } => None,
+            Error::UnknownZone { .. } | Error::Unreadable { .. } => None,
         }
     }
 }

@@ -217,8 +217,9 @@ fn timer_kind(k: u8) -> &'static str {
     }
 }
 
+/// One warning as every document's `warnings` array holds it.
 #[derive(Serialize)]
-struct JsonWarning<'a> {
+pub(crate) struct JsonWarning<'a> {
     code: &'a str,
     count: Option<u64>,
     message: &'a str,
@@ -375,7 +376,7 @@ pub(crate) fn socket_in<'a>(
 }
 
 /// One warning as the contract's object; its details only when `verbose`.
-fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
+pub(crate) fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
     JsonWarning {
         code: w.code.name(),
         count: w.count,

@@ -3,7 +3,7 @@
 //! size, and [`run`], the whole two-sample diagnosis of the connections a query selects.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::diagnose::MeasuredConnects;
 use crate::diagnose::{self, Options, Report, RuleId};
@@ -47,27 +47,9 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
     };
     let before = sampler.sample_with(&first)?;
     let mut measured: HashMap<u64, MeasuredConnects> = HashMap::new();
-    let until = before.taken + interval;
-    let clock = crate::events::Clock::now();
-    loop {
-        if let Some(t) = tracer.as_mut() {
-            t.drain(|r| {
-                if let Some(e) = crate::events::ConnEvent::from_record(&r, &clock) {
-                    measured.entry(e.netns).or_default().add(&e);
-                }
-            });
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        std::thread::sleep(if tracer.is_some() {
-            left.min(Duration::from_millis(50))
-        } else {
-            left
-        });
-    }
-    let after = sampler.sample()?;
+    let after = super::second_sample(&sampler, &before, interval, tracer.as_mut(), |e| {
+        measured.entry(e.netns).or_default().add(e)
+    })?;
     let mut report = judge_with_connects(&before, &after, how, measured);
     if let Some(why) = untraced {
         report.warnings.push(Warning::new(
