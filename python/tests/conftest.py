@@ -165,6 +165,24 @@ def time_waits(
     return lst, port
 
 
+def full_listen_queue(closing: Callable[[socket.socket], socket.socket]) -> int:
+    """A loopback listener with a backlog of 1, full and never accepted, whose four clients
+    keep retrying their SYNs: its port."""
+    lst = closing(socket.socket())
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(1)
+    port = lst.getsockname()[1]
+    for _ in range(4):
+        c = closing(socket.socket())
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+    time.sleep(0.3)
+    return port
+
+
 def has_ipv6() -> bool:
     try:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)

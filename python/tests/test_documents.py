@@ -12,7 +12,15 @@ import time
 import pytest
 
 import sockstat
-from conftest import is_root, run_error, run_json, skip_loudly, tcp_pair, time_waits
+from conftest import (
+    full_listen_queue,
+    is_root,
+    run_error,
+    run_json,
+    skip_loudly,
+    tcp_pair,
+    time_waits,
+)
 
 
 def plain(x):
@@ -111,20 +119,7 @@ def test_diagnose_a_healthy_connection(sockstat_bin, closing):
 
 def test_diagnose_finds_a_full_listen_queue(sockstat_bin, closing):
     """A listener whose backlog of 1 is full and never accepted: listen-overflow, in both."""
-    lst = closing(socket.socket())
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(1)
-    port = lst.getsockname()[1]
-    clients = []
-    for _ in range(4):
-        c = closing(socket.socket())
-        c.setblocking(False)
-        try:
-            c.connect(("127.0.0.1", port))
-        except BlockingIOError:
-            pass
-        clients.append(c)
-    time.sleep(0.3)
+    port = full_listen_queue(closing)
     doc = sockstat.diagnose(0.5, ports=port)
     rules = {(f.rule, f.severity) for f in doc.findings}
     assert any(r == "listen-overflow" for r, _ in rules), doc.findings
