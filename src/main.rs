@@ -100,7 +100,7 @@ impl Status {
         if e.is::<sockstat::FilterError>() || e.is::<clap::Error>() {
             return Some(Status::Usage);
         }
-        if e.is::<sockstat::events::Unavailable>() {
+        if e.is::<sockstat::run::events::Unavailable>() {
             return Some(Status::Unavailable);
         }
         // A bare system error: only a refused privilege or a missing feature says more than
@@ -222,7 +222,7 @@ fn usage_error(r: cli::Refused) -> ExitCode {
 /// value with a line break or a terminal escape neither splits the line nor reaches the terminal.
 fn one_line(r: &cli::Refused) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    use sockstat::render::sanitize::{for_terminal, is_printable};
+    use sockstat::text::sanitize::{for_terminal, is_printable};
     let e = &r.error;
     let ctx = |k| match e.get(k) {
         Some(ContextValue::String(s)) => Some(s.as_str()),

@@ -23,8 +23,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, TableState, Wrap};
 use ratatui::{Frame, Terminal};
 
-use sockstat::render::{self, sanitize::for_terminal};
-use sockstat::top::{group, By, Column, Group, Live, Report, RowKey, SocketAt, ViewFilter};
+use sockstat::render;
+use sockstat::run::top::Live;
+use sockstat::text::sanitize::for_terminal;
+use sockstat::top::{group, By, Column, Group, Report, RowKey, SocketAt, ViewFilter};
 
 use crate::commands::top::{TopArgs, TopFilters};
 
@@ -322,7 +324,7 @@ impl View {
                         format!(
                             "{} {} {}",
                             s.proto_label(),
-                            render::fmt::connection(s),
+                            sockstat::text::fmt::connection(s),
                             s.state.name()
                         ),
                     )
@@ -354,7 +356,7 @@ impl View {
                 out.push(format!(
                     "{} {}: {}{}",
                     s.proto_label(),
-                    render::fmt::connection(s),
+                    sockstat::text::fmt::connection(s),
                     a.outcome.name(),
                     a.reason.map(|r| format!(" ({r})")).unwrap_or_default()
                 ));
@@ -530,7 +532,7 @@ impl View {
             l.push(format!(
                 "  {} {} {}  {}",
                 s.proto_label(),
-                render::fmt::connection(s),
+                sockstat::text::fmt::connection(s),
                 s.state.name(),
                 if holders.is_empty() {
                     format!("({:?} holders)", s.owners_status).to_lowercase()

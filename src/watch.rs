@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use sockstat::render::{self, fmt::utc_timestamp, sanitize, Options};
+use sockstat::render::{self, Options};
+use sockstat::text::{fmt::utc_timestamp, sanitize};
 use sockstat::{Query, Snapshot};
 
 use crate::cli::Cli;

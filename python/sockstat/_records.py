@@ -307,6 +307,8 @@ class Destination(Record):
         "new_time_wait": "with interval=: entries that appeared",
         "new_time_wait_per_s": "with interval=: entries that appeared per second",
         "level": "warning from 50% of the range, critical from 80%, else None",
+        "opened_by": "with interval= and the right to trace connection events: the processes "
+        "that opened connections to it meanwhile ([{pid, command, connections, failed}])",
     }
 
 

@@ -1,7 +1,7 @@
 //! `ports()`, `counters()` and `diagnose()`: the views that read the namespace's counters and
-//! sysctls and may sample twice over an interval, through the library's `Sampler` (and
-//! `diagnose_connections`) for the network namespace this process runs in, as the command does
-//! without `-z`/`-Z`. Every call of those entry points stays in this file.
+//! sysctls and may sample twice over an interval, through the library's use cases
+//! (`sockstat::run::{ports, counters, diagnose}`, the ones the command calls) for the network
+//! namespace this process runs in, as the command does without `-z`/`-Z`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,11 +9,8 @@ use std::time::Duration;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use serde::Serialize;
 
-use sockstat::counters::{deltas, since_boot, CounterRow};
-use sockstat::ports::analyze_zone;
-use sockstat::{Proto, Query, Sample, Sampler, ZoneSample};
+use sockstat::{Diagnosis, Query};
 
 use crate::objects::{document, warnings};
 use crate::query::{error, os_error, Filters};
@@ -32,32 +29,9 @@ fn interval(s: f64) -> PyResult<Duration> {
     }
 }
 
-/// One sample, or two `wait` apart (the wait counted from the first sample's start).
-fn samples(
-    sampler: &Sampler,
-    wait: Option<Duration>,
-) -> Result<(Option<Sample>, Sample), sockstat::Error> {
-    match wait {
-        None => Ok((None, sampler.sample()?)),
-        Some(d) => {
-            let a = sampler.sample()?;
-            std::thread::sleep(d.saturating_sub(a.taken.elapsed()));
-            let b = sampler.sample()?;
-            Ok((Some(a), b))
-        }
-    }
-}
-
-/// The zone this process runs in (the one zone of a sample without zones).
-fn own_zone(s: &Sample) -> PyResult<&ZoneSample> {
-    s.zones
-        .first()
-        .ok_or_else(|| os_error(format!("nothing could be read: {}", reasons(s))))
-}
-
-fn reasons(s: &Sample) -> String {
-    let why: Vec<String> = s
-        .warnings
+/// What the warnings say went wrong: each one's details, or its message when it has none.
+fn reasons(warnings: &[sockstat::Warning]) -> String {
+    let why: Vec<String> = warnings
         .iter()
         .flat_map(|w| {
             if w.details.is_empty() {
@@ -82,48 +56,25 @@ pub fn ports<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let asked = filters.query()?;
     let wait = interval_s.map(interval).transpose()?;
-    // What is gathered: every TCP socket of the families, listeners too (the server view
-    // needs them), no owner scan (TIME-WAIT entries have no owner).
-    let mut gather = Query::new();
-    gather.families.inet = asked.families.inet;
-    gather.families.inet6 = asked.families.inet6;
-    gather.families.unix = false;
-    gather.protos = Some(vec![Proto::Tcp]);
-    gather.owners = false;
-    gather.resolve_users = false;
-    // What is reported.
-    let mut filter = gather.clone();
-    filter.no_loopback = asked.no_loopback;
-    filter.ports = asked.ports;
-    filter.sport = asked.sport;
-    filter.dport = asked.dport;
-    filter.src = asked.src;
-    filter.dst = asked.dst;
-
-    let sampler = Sampler::new(&gather).sysctls(true).counters(wait.is_some());
-    let (first, last) = py.detach(|| samples(&sampler, wait)).map_err(error)?;
-    let interval_s = first.as_ref().map(|f| last.seconds_since(f));
-    let now = own_zone(&last)?;
-    let before = first.as_ref().and_then(|f| f.matching(now));
-    let report = analyze_zone(now, before, interval_s, Some(&filter));
+    let found = py
+        .detach(|| sockstat::run::ports::run(&asked, wait))
+        .map_err(error)?;
+    // The zone this process runs in: the one report of a sample without zones.
+    let report = found.reports.first().ok_or_else(|| {
+        os_error(format!(
+            "nothing could be read: {}",
+            reasons(&found.warnings)
+        ))
+    })?;
     let doc = document(
         py,
         "PortsReport",
-        &sockstat::render::ports::report_object(&report, &last.warnings),
+        &sockstat::render::ports::report_object(report, &found.warnings),
     )?;
     PyTuple::new(
         py,
-        [doc.into_any(), warnings(py, &last.warnings)?.into_any()],
+        [doc.into_any(), warnings(py, &found.warnings)?.into_any()],
     )
-}
-
-/// The `sockstat counters --json` document.
-#[derive(Serialize)]
-struct CountersDocument<'a, W: Serialize> {
-    interval_s: Option<f64>,
-    counters: &'a [CounterRow],
-    hidden_zero: usize,
-    warnings: Vec<W>,
 }
 
 /// `sockstat counters [SECONDS] [--all] --json` as a `CountersReport`; `proc_root` (tests, as
@@ -141,43 +92,11 @@ pub fn counters(
     if let Some(root) = proc_root {
         q.proc_root = root;
     }
-    let sampler = Sampler::new(&q).sockets(false).sysctls(false);
-    let (first, last) = py.detach(|| samples(&sampler, wait)).map_err(error)?;
-    let now = own_zone(&last)?;
-    let unreadable = || os_error(format!("cannot read the counters: {}", reasons(&last)));
-    let set = now.counters.as_ref().ok_or_else(unreadable)?;
-    let mut report = match &first {
-        None => since_boot(set, all),
-        Some(f) => {
-            let earlier = f
-                .matching(now)
-                .and_then(|z| z.counters.as_ref())
-                .ok_or_else(unreadable)?;
-            deltas(earlier, set, last.seconds_since(f), all)
-        }
-    };
-    report.warnings.extend(last.warnings.iter().cloned());
-    report.warnings.dedup();
-    let doc = CountersDocument {
-        interval_s: report.interval_s,
-        counters: &report.counters,
-        hidden_zero: report.hidden_zero,
-        warnings: report
-            .warnings
-            .iter()
-            .map(|w| sockstat::render::json::warning_object(w, true))
-            .collect(),
-    };
+    let report = py
+        .detach(|| sockstat::run::counters::run(&q, wait, all))
+        .map_err(error)?;
+    let doc = sockstat::render::counters::document(&report, true);
     document(py, "CountersReport", &doc)
-}
-
-/// The `sockstat diagnose --json` document.
-#[derive(Serialize)]
-struct DiagnoseDocument<W: Serialize> {
-    interval_s: f64,
-    connections: usize,
-    findings: Vec<serde_json::Value>,
-    warnings: Vec<W>,
 }
 
 /// `sockstat diagnose --json` (the listing's filters, `--interval`, `--bandwidth`) as a
@@ -193,22 +112,15 @@ pub fn diagnose<'py>(
     let q = filters.query()?;
     let wait = interval(interval_s)?;
     let report = py
-        .detach(|| sockstat::diagnose_connections(&q, wait, bandwidth))
+        .detach(|| {
+            // As the command: connect latencies traced over the interval where allowed.
+            let mut how = Diagnosis::default();
+            how.bandwidth = bandwidth;
+            how.connect_events = true;
+            sockstat::run::diagnose::run(&q, wait, &how)
+        })
         .map_err(error)?;
-    let doc = DiagnoseDocument {
-        interval_s: report.interval_s,
-        connections: report.connections,
-        findings: report
-            .findings
-            .iter()
-            .map(sockstat::render::diagnose::finding_json)
-            .collect(),
-        warnings: report
-            .warnings
-            .iter()
-            .map(|w| sockstat::render::json::warning_object(w, true))
-            .collect(),
-    };
+    let doc = sockstat::render::diagnose::document(&report, true);
     document(py, "DiagnoseReport", &doc)
 }
 

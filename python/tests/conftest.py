@@ -147,6 +147,42 @@ def tcp_pair(
     return lst, cli, acc
 
 
+def time_waits(
+    closing: Callable[[socket.socket], socket.socket], n: int = 3
+) -> tuple[socket.socket, int]:
+    """A loopback listener and `n` connections to it that the client closed first, each leaving
+    a TIME-WAIT entry toward the port: (listener, port)."""
+    lst = closing(socket.socket())
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(128)
+    port = lst.getsockname()[1]
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", port))
+        a, _ = lst.accept()
+        c.close()
+        time.sleep(0.01)
+        a.close()
+    return lst, port
+
+
+def full_listen_queue(closing: Callable[[socket.socket], socket.socket]) -> int:
+    """A loopback listener with a backlog of 1, full and never accepted, whose four clients
+    keep retrying their SYNs: its port."""
+    lst = closing(socket.socket())
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(1)
+    port = lst.getsockname()[1]
+    for _ in range(4):
+        c = closing(socket.socket())
+        c.setblocking(False)
+        try:
+            c.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+    time.sleep(0.3)
+    return port
+
+
 def has_ipv6() -> bool:
     try:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)

@@ -12,7 +12,15 @@ import time
 import pytest
 
 import sockstat
-from conftest import is_root, run_error, run_json, skip_loudly, tcp_pair
+from conftest import (
+    full_listen_queue,
+    is_root,
+    run_error,
+    run_json,
+    skip_loudly,
+    tcp_pair,
+    time_waits,
+)
 
 
 def plain(x):
@@ -71,16 +79,7 @@ def test_counters_since_boot_and_over_an_interval(sockstat_bin):
 
 
 def test_ports_time_wait_by_destination(sockstat_bin, closing):
-    lst = closing(socket.socket())
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(16)
-    port = lst.getsockname()[1]
-    for _ in range(3):  # the client closes first: three TIME-WAIT entries toward the port
-        c = socket.create_connection(("127.0.0.1", port))
-        a, _ = lst.accept()
-        c.close()
-        time.sleep(0.01)
-        a.close()
+    _, port = time_waits(closing)
     doc = sockstat.ports(ports=port)
     assert type(doc) is sockstat.PortsReport and doc.version == 1 and doc.interval_s is None
     [d] = [d for d in doc.destinations if d.remote_port == port]
@@ -120,20 +119,7 @@ def test_diagnose_a_healthy_connection(sockstat_bin, closing):
 
 def test_diagnose_finds_a_full_listen_queue(sockstat_bin, closing):
     """A listener whose backlog of 1 is full and never accepted: listen-overflow, in both."""
-    lst = closing(socket.socket())
-    lst.bind(("127.0.0.1", 0))
-    lst.listen(1)
-    port = lst.getsockname()[1]
-    clients = []
-    for _ in range(4):
-        c = closing(socket.socket())
-        c.setblocking(False)
-        try:
-            c.connect(("127.0.0.1", port))
-        except BlockingIOError:
-            pass
-        clients.append(c)
-    time.sleep(0.3)
+    port = full_listen_queue(closing)
     doc = sockstat.diagnose(0.5, ports=port)
     rules = {(f.rule, f.severity) for f in doc.findings}
     assert any(r == "listen-overflow" for r, _ in rules), doc.findings

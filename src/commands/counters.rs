@@ -1,15 +1,14 @@
 //! `sockstat counters [SECONDS]`: the kernel's TCP/IP counters, as deltas over an interval or as
-//! values since boot. The numbers and their meanings come from `sockstat::counters`, the
-//! reading (each zone's inside it) from `sockstat::Sampler`; this file owns the flags, the
-//! waiting and the exit status.
+//! values since boot. The use case is `sockstat::run::counters` (each zone's counters read
+//! inside it, the numbers and their meanings from `sockstat::counters`); this file owns the
+//! flags, the rendering and the exit status.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sockstat::counters::{self, CounterReport};
-use sockstat::{render, Query, Sample, Sampler};
+use sockstat::{render, Query};
 
 use crate::cli::{ColorWhen, WatchArgs, ZoneArgs};
 use crate::output::{announce_wait, interval, options, write_warnings, Waits};
@@ -80,22 +79,15 @@ pub fn run(
     if let Some(root) = &args.proc_root {
         q.proc_root = root.clone();
     }
-    let sampler = Sampler::new(&q).sockets(false).sysctls(false);
-    let first = sampler.sample()?;
-    let mut report = match interval_s {
-        None => report(None, &first, args.all)?,
-        Some(s) => {
-            announce_wait(
-                waits,
-                &format!("measuring the counters' deltas over {s} s"),
-                "Ctrl-C cancels",
-            );
-            std::thread::sleep(Duration::from_secs_f64(s).saturating_sub(first.taken.elapsed()));
-            let second = sampler.sample()?;
-            report(Some(&first), &second, args.all)?
-        }
-    };
-    report.warnings.dedup();
+    if let Some(s) = interval_s {
+        announce_wait(
+            waits,
+            &format!("measuring the counters' deltas over {s} s"),
+            "Ctrl-C cancels",
+        );
+    }
+    let report =
+        sockstat::run::counters::run(&q, interval_s.map(Duration::from_secs_f64), args.all)?;
     let mut opts = options(args.quiet, args.verbose, args.color);
     opts.zone = zones.all_zones;
     if json {
@@ -105,42 +97,4 @@ pub fn run(
         write_warnings(err, &report.warnings, args.verbose);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The counters of every zone of `now` (their deltas since `before`, when given): one report,
-/// whose rows carry their zone when zones were asked for. An error when no zone's counters
-/// could be read, since then there is nothing to show.
-fn report(before: Option<&Sample>, now: &Sample, all: bool) -> anyhow::Result<CounterReport> {
-    let mut reports = Vec::new();
-    for z in &now.zones {
-        let Some(set) = &z.counters else { continue };
-        let r = match before {
-            None => counters::since_boot(set, all),
-            Some(b) => match b.matching(z).and_then(|b| b.counters.as_ref()) {
-                Some(earlier) => counters::deltas(earlier, set, now.seconds_since(b), all),
-                None => continue,
-            },
-        };
-        reports.push((z.zone.clone(), r));
-    }
-    if reports.is_empty() {
-        let why: Vec<&str> = now
-            .warnings
-            .iter()
-            .flat_map(|w| w.details.iter().map(String::as_str))
-            .collect();
-        anyhow::bail!("cannot read the counters: {}", why.join("; "));
-    }
-    let mut report = if now.zoned {
-        counters::merge_zones(
-            reports
-                .into_iter()
-                .filter_map(|(z, r)| Some((z?, r)))
-                .collect(),
-        )
-    } else {
-        reports.remove(0).1
-    };
-    report.warnings.extend(now.warnings.iter().cloned());
-    Ok(report)
 }

@@ -81,11 +81,10 @@ pub fn run(
     waits: Waits,
 ) -> anyhow::Result<ExitCode> {
     let q = crate::cli::query(&[&a.filters, &a.source])?;
-    let how = Diagnosis {
-        bandwidth: a.bandwidth,
-        exact_locks: a.exact_locks,
-        connect_events: true,
-    };
+    let mut how = Diagnosis::default();
+    how.bandwidth = a.bandwidth;
+    how.exact_locks = a.exact_locks;
+    how.connect_events = true;
     announce_wait(
         waits,
         &format!("sampling the TCP connections twice, {} s apart", a.interval),

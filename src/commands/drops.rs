@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use sockstat::events::drops::DropCounter;
+use sockstat::run::drops::DropCounter;
 use sockstat::{PortSet, Proto};
 
 use crate::cli::{protos, List};

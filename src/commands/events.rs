@@ -10,8 +10,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
 use sockstat::events::stats::Stats;
-use sockstat::events::{Clock, ConnEvent, Lost, Peers, Record, Tracer, UserNames, ZoneScope};
+use sockstat::events::{Clock, ConnEvent, Lost, Peers, Record};
 use sockstat::render::conn_events::{self, LineOptions};
+use sockstat::run::events::{Tracer, UserNames, ZoneScope};
 use sockstat::Query;
 
 use crate::cli::{ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, ZoneArgs};
@@ -213,7 +214,7 @@ pub fn run(a: &EventsArgs) -> anyhow::Result<ExitCode> {
     let stop = crate::watch::stop_flag()?;
     let ring_bytes = match a.ring_pages {
         Some(pages) => pages * page_size(),
-        None => sockstat::events::RING_BYTES,
+        None => sockstat::run::events::RING_BYTES,
     };
     let tracer = Tracer::start(a.bpf_stats, ring_bytes).map_err(|u| {
         crate::explained(

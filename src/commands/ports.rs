@@ -1,17 +1,16 @@
 //! `sockstat ports`: ephemeral-port use by destination, TIME-WAIT on the client and the server
 //! side, and the settings that decide whether ports can be reused (doc/calibration.md, R7 and R8).
-//! The analysis is `sockstat::ports`, the sampling (each zone's sysctls and counters read
-//! inside it) `sockstat::Sampler`; this file owns the flags and the exit status.
+//! The use case is `sockstat::run::ports` (sampling, analysis, who opened the connections);
+//! this file owns the flags, the rendering and the exit status.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sockstat::ports::{self, PortsReport};
-use sockstat::{render, Proto, Query, Sampler};
+use sockstat::{render, Query};
 
-use crate::cli::{ColorWhen, EndpointArgs, FamilyArgs, Narrow, WatchArgs, ZoneArgs};
+use crate::cli::{ColorWhen, EndpointArgs, FamilyArgs, WatchArgs, ZoneArgs};
 use crate::output::{announce_wait, options, write_warnings, Waits};
 
 /// Flags of `sockstat ports`.
@@ -69,24 +68,12 @@ pub struct PortsArgs {
 }
 
 impl PortsArgs {
-    /// The query that gathers: every TCP socket of the chosen families, listeners included (the
-    /// server view needs them), no owner scan (TIME-WAIT entries have no owner).
-    fn gather_query(&self) -> anyhow::Result<Query> {
-        let mut q = crate::cli::query(&[&self.families, &self.zones])?;
-        q.families.unix = false;
-        q.protos = Some(vec![Proto::Tcp]);
-        q.owners = false;
-        q.resolve_users = false;
+    /// What is asked for: the families, zones and ends (`sockstat::run::ports` reads no more).
+    fn asked(&self) -> anyhow::Result<Query> {
+        let mut q = crate::cli::query(&[&self.families, &self.zones, &self.endpoints])?;
         if let Some(root) = &self.proc_root {
             q.proc_root = root.clone();
         }
-        Ok(q)
-    }
-
-    /// The query that selects what is reported.
-    fn filter_query(&self) -> anyhow::Result<Query> {
-        let mut q = self.gather_query()?;
-        self.endpoints.narrow(&mut q)?;
         Ok(q)
     }
 }
@@ -103,63 +90,22 @@ pub fn run(
     let json = args.json;
     let opts = options(args.quiet, args.verbose, args.color);
     let zones = &args.zones;
-    let gather = args.gather_query()?;
-    let filter = args.filter_query()?;
-    let sampler = Sampler::new(&gather)
-        .sysctls(true)
-        .counters(args.interval.is_some());
-    // With an interval, connection events (where this process may trace them) name the
-    // processes that open connections meanwhile.
-    let mut tracer = args
-        .interval
-        .and_then(|_| sockstat::events::Tracer::start(false, sockstat::events::RING_BYTES).ok());
-    let mut openers = sockstat::events::openers::Openers::default();
-    let (first, last) = match args.interval {
-        None => (None, sampler.sample()?),
-        Some(s) => {
-            announce_wait(
-                waits,
-                &format!("sampling the TCP sockets twice, {s} s apart"),
-                "Ctrl-C cancels",
-            );
-            let a = sampler.sample()?;
-            let until = a.taken + Duration::from_secs_f64(s);
-            let clock = sockstat::events::Clock::now();
-            loop {
-                if let Some(t) = tracer.as_mut() {
-                    t.drain(|r| {
-                        if let Some(e) = sockstat::events::ConnEvent::from_record(&r, &clock) {
-                            openers.add(&e);
-                        }
-                    });
-                }
-                let left = until.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                std::thread::sleep(left.min(Duration::from_millis(50)));
-            }
-            let b = sampler.sample()?;
-            (Some(a), b)
-        }
-    };
-    let interval_s = first.as_ref().map(|f| last.seconds_since(f));
-    let own_netns = sockstat::events::own_netns();
-    let mut reports: Vec<PortsReport> = last
-        .zones
-        .iter()
-        .map(|z| {
-            let before = first.as_ref().and_then(|f| f.matching(z));
-            let mut r = ports::analyze_zone(z, before, interval_s, Some(&filter));
-            let netns = z.zone.as_ref().and_then(|z| z.netns_inode).or(own_netns);
-            if let (Some(_), Some(netns)) = (&tracer, netns) {
-                openers.attach(&mut r, netns);
-            }
-            r
-        })
-        .collect();
-    let warnings = &last.warnings;
-    if !last.zoned || (!zones.all_zones && reports.len() == 1) {
+    let asked = args.asked()?;
+    if let Some(s) = args.interval {
+        announce_wait(
+            waits,
+            &format!("sampling the TCP sockets twice, {s} s apart"),
+            "Ctrl-C cancels",
+        );
+    }
+    let sockstat::run::ports::Ports {
+        mut reports,
+        warnings,
+        zoned,
+        ..
+    } = sockstat::run::ports::run(&asked, args.interval.map(Duration::from_secs_f64))?;
+    let warnings = &warnings;
+    if !zoned || (!zones.all_zones && reports.len() == 1) {
         let r = reports.remove(0);
         if json {
             render::ports::write_json(&r, warnings, &opts, &mut out)?;

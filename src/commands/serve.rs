@@ -23,11 +23,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::events::drops::DropCounter;
 use sockstat::events::metrics::EventMetrics;
-use sockstat::events::{ConnEvent, Tracer, Unavailable};
+use sockstat::events::ConnEvent;
 use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
+use sockstat::run::drops::DropCounter;
+use sockstat::run::events::{Tracer, Unavailable};
 use sockstat::{
     judge, Diagnosis, Endpoint, Owner, OwnerScan, OwnersStatus, Process, Proto, Query, Sample,
     Sampler, State, Zone, ZoneKind, ZoneSample, ZoneSelect,
@@ -615,7 +616,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// Loads the connection-event and drop programs; the error names what is missing.
 fn start_events() -> Result<(Tracer, DropCounter), Unavailable> {
-    let tracer = Tracer::start(false, sockstat::events::RING_BYTES)?;
+    let tracer = Tracer::start(false, sockstat::run::events::RING_BYTES)?;
     if let Some(why) = &tracer.accept_unavailable {
         eprintln!("sockstat: warning: accept() is not traced ({why}): no accept-wait histograms");
     }
@@ -626,7 +627,7 @@ fn start_events() -> Result<(Tracer, DropCounter), Unavailable> {
 /// Sums the events of the namespace sockstat runs in (of every namespace with `all_zones`),
 /// read every 100 ms on a thread of their own, into the metrics each collection renders.
 fn drain_events(mut tracer: Tracer, all_zones: bool) -> anyhow::Result<Arc<Mutex<EventMetrics>>> {
-    let own = sockstat::events::own_netns();
+    let own = sockstat::run::events::own_netns();
     let metrics = Arc::new(Mutex::new(EventMetrics::new(own)));
     let sink = Arc::clone(&metrics);
     let clock = sockstat::events::Clock::now();
@@ -768,15 +769,10 @@ mod tests {
 
     /// One zone (key `key`) holding `sockets`.
     fn zone(key: Option<u64>, sockets: Vec<sockstat::Socket>) -> ZoneSample {
-        ZoneSample {
-            key,
-            snapshot: {
-                let mut snap = sockstat::Snapshot::default();
-                snap.sockets = sockets;
-                snap
-            },
-            ..ZoneSample::default()
-        }
+        let mut z = ZoneSample::default();
+        z.key = key;
+        z.snapshot.sockets = sockets;
+        z
     }
 
     fn command(z: &ZoneSample, pid: u32) -> Option<String> {

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sockstat::render;
-use sockstat::top::{group, By, Column, Live, LiveOptions};
+use sockstat::run::top::{Live, LiveOptions};
+use sockstat::top::{group, By, Column};
 
 use crate::cli::{ColorWhen, SourceArgs};
 
@@ -112,10 +113,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let stop = crate::watch::stop_flag()?;
-    let opts = LiveOptions {
-        events: true,
-        bandwidth: None,
-    };
+    let mut opts = LiveOptions::default();
+    opts.events = true;
     let live = Live::start(&q, &opts)?;
     if batch {
         self::batch(a, live, &stop)

@@ -112,7 +112,7 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<ExitCode> {
         if !ext.eq_ignore_ascii_case("svg") {
             return Err(crate::usage(format!(
                 "cannot write '{}': trace draws SVG; name the file .svg (rsvg-convert or a browser turns it into PNG)",
-                sockstat::render::sanitize::for_terminal(p.as_os_str().as_encoded_bytes())
+                sockstat::text::sanitize::for_terminal(p.as_os_str().as_encoded_bytes())
             )));
         }
     }
@@ -246,10 +246,8 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<ExitCode> {
                     writeln!(
                         out,
                         "wrote {}: {}",
-                        sockstat::render::sanitize::for_terminal(
-                            path.as_os_str().as_encoded_bytes()
-                        ),
-                        sockstat::render::sanitize::for_terminal(facts.as_bytes())
+                        sockstat::text::sanitize::for_terminal(path.as_os_str().as_encoded_bytes()),
+                        sockstat::text::sanitize::for_terminal(facts.as_bytes())
                     )
                 })
                 .context(TO_STDOUT)?;

@@ -8,7 +8,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use sockstat::events::{Clock, ConnEvent, Tracer, UserNames, RING_BYTES};
+use sockstat::events::{Clock, ConnEvent};
+use sockstat::run::events::{Tracer, UserNames, RING_BYTES};
 
 fn main() -> ExitCode {
     let seconds = match std::env::args().nth(1).map(|s| s.parse::<u64>()) {

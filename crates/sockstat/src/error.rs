@@ -121,6 +121,51 @@ impl From<rustix::io::Errno> for ErrorKind {
     }
 }
 
+/// How a dump failed.
+#[derive(Debug)]
+pub enum DumpError {
+    /// The socket could not be opened, or send/recv failed (errno inside).
+    Io(std::io::Error),
+    /// The kernel answered with an error: `NLMSG_ERROR`, or the errno inside `NLMSG_DONE`
+    /// (ENOENT there means "no handler for this protocol": the diag module is missing).
+    Kernel(i32),
+    /// A reply could not be decoded.
+    Decode(sockstat_wire::DecodeError),
+}
+
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DumpError::Io(e) => write!(f, "{e}"),
+            DumpError::Kernel(errno) => {
+                write!(f, "{}", std::io::Error::from_raw_os_error(*errno))
+            }
+            DumpError::Decode(e) => write!(f, "undecodable sock_diag reply: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DumpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DumpError::Io(e) => Some(e),
+            DumpError::Kernel(_) => None,
+            DumpError::Decode(e) => Some(e),
+        }
+    }
+}
+
+impl DumpError {
+    /// The errno, when the failure has one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            DumpError::Io(e) => e.raw_os_error(),
+            DumpError::Kernel(e) => Some(*e),
+            DumpError::Decode(_) => None,
+        }
+    }
+}
+
 /// A query that could not be answered.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -130,7 +175,7 @@ pub enum Error {
         /// Which dump (`tcp4`, `unix`, ...).
         what: String,
         /// Why (the kernel's errno, or the decoding failure).
-        source: crate::sys::netlink::DumpError,
+        source: DumpError,
     },
     /// `-z` named a zone that does not exist.
     UnknownZone {
@@ -145,6 +190,14 @@ pub enum Error {
     /// The query asks for something that cannot be done (a protocol list without TCP for a
     /// TCP-only view).
     Query(crate::query::FilterError),
+    /// Nothing of what a report needs could be read (no zone's counter files, say): there is
+    /// nothing to show.
+    Unreadable {
+        /// What could not be read (`the counters`).
+        what: String,
+        /// Why: what the gathering's warnings said.
+        why: String,
+    },
 }
 
 impl Error {
@@ -157,6 +210,7 @@ impl Error {
             },
             Error::UnknownZone { .. } | Error::Query(_) => ErrorKind::Invalid,
             Error::Proc(e) => e.kind(),
+            Error::Unreadable { .. } => ErrorKind::Other,
         }
     }
 
@@ -189,6 +243,7 @@ impl fmt::Display for Error {
             }
             Error::Proc(e) => write!(f, "{e}"),
             Error::Query(e) => write!(f, "{e}"),
+            Error::Unreadable { what, why } => write!(f, "cannot read {what}: {why}"),
             Error::UnknownZone { name, known } => write!(
                 f,
                 "unknown zone '{name}': give a zone name, container id prefix or namespace inode (known: {})",
@@ -204,7 +259,7 @@ impl std::error::Error for Error {
             Error::Dump { source, .. } => Some(source),
             Error::Proc(e) => Some(e),
             Error::Query(e) => Some(e),
-            Error::UnknownZone { .. } => None,
+            Error::UnknownZone { .. } | Error::Unreadable { .. } => None,
         }
     }
 }

@@ -9,9 +9,10 @@ use sockstat_wire::{inet_diag, mountinfo, packet_diag, proc_pid, unix_diag};
 
 use crate::diagnose::{Context, ZoneSample};
 use crate::model::{Owner, OwnersStatus, Process, Proto, RawString, Snapshot};
-use crate::render::{self, sanitize, Options};
+use crate::render::{self, Options};
 use crate::sys::dump::{socket_from_inet, socket_from_packet, socket_from_unix};
 use crate::sys::{self, owners};
+use crate::text::sanitize;
 use crate::zone;
 
 /// The body of the `proc_files` cargo-fuzz target (`fuzz/fuzz_targets/proc_files.rs`),

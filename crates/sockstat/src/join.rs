@@ -6,7 +6,6 @@
 //! here too. Nothing here reads the system.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 use crate::model::{counted, Owner, OwnersStatus, Snapshot, Socket, Warning, WarningCode};
 use crate::query::Query;
@@ -72,39 +71,7 @@ pub struct Owners {
     pub unseen: Unseen,
 }
 
-/// Whether `/proc` hides other users' processes from the reader (`hidepid`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum HidePid {
-    /// It does not (or the reader may see through it: CAP_SYS_PTRACE, the `gid=` group).
-    #[default]
-    No,
-    /// It does: `mount_point` is mounted with `option` (`hidepid=2`, `hidepid=invisible`, ...).
-    Hides {
-        /// Where that proc is mounted.
-        mount_point: PathBuf,
-        /// The option, as in mountinfo.
-        option: String,
-    },
-    /// It could not be told (the mount table could not be read: the reason): other users'
-    /// processes may be invisible.
-    Unknown(String),
-}
-
-/// What the scan could not see, the evidence [`join`] decides owner statuses from: a census of
-/// every process, whatever the filters (a scan that reads only some processes' fds still
-/// learns which of the others it could not have read: `sys::owners::scan_candidates`).
-#[derive(Debug, Clone, Default)]
-pub struct Unseen {
-    /// Processes whose fd tables these privileges may not read, with their uid when known.
-    pub unreadable: Vec<(u32, Option<u32>)>,
-    /// Processes whose fd tables could not be read for another reason (too many open files, no
-    /// memory), with their uid when known and the error.
-    pub failed: Vec<(u32, Option<u32>, String)>,
-    /// Whether other users' processes are invisible altogether.
-    pub hidepid: HidePid,
-    /// The reader's effective uid.
-    pub euid: u32,
-}
+pub use crate::model::{HidePid, Unseen};
 
 impl Unseen {
     /// True when nothing was out of sight: every process could be read.
@@ -173,11 +140,7 @@ pub fn join(
     // Each socket's holders are its own: a big table is joined in parts on every core (a
     // holder list is an allocation per socket: the join and its warnings took 7.8 ms of the full
     // listing at 60k on one core).
-    let parts = if sockets.len() >= 8192 {
-        crate::sys::cores().unwrap_or(1).clamp(1, 4)
-    } else {
-        1
-    };
+    let parts = crate::parallel::parts(sockets.len(), 8192, 4);
     let chunk = sockets.len().div_ceil(parts).max(1);
     std::thread::scope(|sc| {
         let mut chunks = sockets.chunks_mut(chunk);

@@ -113,26 +113,29 @@ pub mod fuzzing;
 pub mod join;
 pub mod kill;
 pub mod model;
+mod parallel;
 pub mod ports;
 pub mod privilege;
 pub mod query;
 pub mod render;
+pub mod run;
 pub mod sample;
 mod sys;
 pub mod sysctl;
+pub mod text;
 pub mod top;
 pub mod trace;
 pub mod zone;
 
-pub use error::{Error, ErrorKind, SysError};
+pub use error::{DumpError, Error, ErrorKind, SysError};
 pub use model::tcp::{Memory, TcpDetails};
 pub use model::{
     Endpoint, Family, Holder, Owner, OwnersStatus, Process, Proto, RawString, Severity, Snapshot,
     SockType, Socket, State, Timer, UnixName, Warning, WarningCode,
 };
 pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
+pub use run::diagnose::Diagnosis;
 pub use sample::{Sample, ZoneSample};
-pub use sys::diagnose::Diagnosis;
 pub use sys::sampler::Sampler;
 pub use zone::{Zone, ZoneKind};
 
@@ -171,7 +174,7 @@ pub fn diagnose_connections(
         exact_locks: false,
         connect_events: false,
     };
-    sys::diagnose::run(query, interval, &how)
+    run::diagnose::run(query, interval, &how)
 }
 
 /// Judges two samples of the same zones with every rule of [`diagnose`], with the system's
@@ -179,7 +182,7 @@ pub fn diagnose_connections(
 /// `how.exact_locks` asks), and the warnings that say what these privileges leave inferred.
 /// [`diagnose_connections`] samples and judges in one call.
 pub fn judge(before: &Sample, after: &Sample, how: &Diagnosis) -> diagnose::Report {
-    sys::diagnose::judge(before, after, how)
+    run::diagnose::judge(before, after, how)
 }
 
 /// Diagnoses the TCP connections `query` selects, `interval` apart, as [`diagnose_connections`]
@@ -189,7 +192,7 @@ pub fn diagnose_with(
     interval: std::time::Duration,
     how: &Diagnosis,
 ) -> Result<diagnose::Report, Error> {
-    sys::diagnose::run(query, interval, how)
+    run::diagnose::run(query, interval, how)
 }
 
 /// Every (process, fd) holding a socket, from one scan of the processes `query` selects

@@ -14,9 +14,9 @@ use serde::Serialize;
 use crate::counters::CounterSet;
 use crate::model::{Endpoint, Proto, Severity, Snapshot, Socket, State};
 use crate::query::{PortSet, Query};
-use crate::render::fmt;
 use crate::sample::ZoneSample;
 use crate::sysctl::Sysctls;
+use crate::text::fmt;
 use crate::zone::Zone;
 
 /// How long a TIME-WAIT entry lasts: `TCP_TIMEWAIT_LEN`, 60 s, fixed in the kernel
@@ -46,6 +46,7 @@ pub fn usage_level(count: u64, usable: u64) -> Option<Severity> {
 
 /// The ephemeral range as the kernel uses it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PortRange {
     /// First port (`ip_local_port_range`).
     pub low: u16,
@@ -105,6 +106,7 @@ impl PortRange {
 /// The settings that decide whether ports can be reused early (reported as read; `None` when
 /// this kernel lacks the sysctl).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Settings {
     /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 loopback only (the default).
     pub tcp_tw_reuse: Option<u64>,
@@ -116,6 +118,7 @@ pub struct Settings {
 
 /// Milliseconds left on TIME-WAIT entries: the soonest and the latest to expire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TimeLeft {
     /// The entry that expires first.
     pub min_ms: u32,
@@ -142,6 +145,7 @@ impl TimeLeft {
 
 /// Sockets from one local address to one remote address and port, on ephemeral local ports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Destination {
     /// Local (source) address.
     pub local_address: IpAddr,
@@ -168,11 +172,27 @@ pub struct Destination {
     /// The processes that called connect() to it during the interval, from connection events
     /// (`sockstat ports --interval` where it may trace them); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub opened_by: Option<Vec<crate::events::openers::Opener>>,
+    pub opened_by: Option<Vec<Opener>>,
+}
+
+/// A process that opened connections to one destination (counted by
+/// [`crate::events::openers::Openers`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Opener {
+    /// Process id.
+    pub pid: u32,
+    /// Command name.
+    pub command: String,
+    /// connect() calls it made to the destination (completed or failed).
+    pub connections: u64,
+    /// Of those, the ones that failed.
+    pub failed: u64,
 }
 
 /// One client of a listening port, as the server sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ServerClient {
     /// The client's address.
     pub address: IpAddr,
@@ -188,6 +208,7 @@ pub struct ServerClient {
 
 /// A local listening port and the TIME-WAIT entries on it (the server closed first).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Server {
     /// The listener's address (unspecified for every address).
     pub local_address: IpAddr,
@@ -203,6 +224,7 @@ pub struct Server {
 
 /// TIME-WAIT totals for the namespace.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TimeWaitTotals {
     /// TIME-WAIT entries in the namespace (`tw` of /proc/net/sockstat, else those listed).
     pub count: u64,
@@ -220,6 +242,7 @@ pub struct TimeWaitTotals {
 
 /// A counter delta shown with the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CounterDelta {
     /// `TcpExt.PAWSTimewait` style name.
     pub counter: String,
@@ -230,6 +253,7 @@ pub struct CounterDelta {
 /// What a [`Finding`] is about, so that other views (the diagnosis's R7 and R8) can take its
 /// numbers from the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Subject {
     /// The namespace (the range, the TIME-WAIT table, the counters).
     #[default]
@@ -242,6 +266,7 @@ pub enum Subject {
 
 /// Something the report found, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Finding {
     /// Stable code: `ephemeral-ports-critical`, `ephemeral-ports-warning`,
     /// `ephemeral-ports-rate`, `no-ephemeral-ports`, `time-wait-buckets`, `time-wait-overflow`,
@@ -265,6 +290,7 @@ pub struct Finding {
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PortsReport {
     /// The ephemeral range.
     pub range: PortRange,
@@ -667,8 +693,8 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
                     "{}; to free the {} ports held in TIME-WAIT now (Linux 6.0+): {}",
                     exhaustion_advice(r),
                     d.time_wait,
-                    crate::kill::command_for(
-                        &crate::kill::Target::TimeWaitTo {
+                    crate::text::kill_command::command_for(
+                        &crate::text::kill_command::Target::TimeWaitTo {
                             local: Some(d.local_address),
                             remote: d.remote_address,
                             remote_port: d.remote_port,
@@ -815,6 +841,7 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
 
 /// The counters that say SYNs for TIME-WAIT tuples were turned away over the interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SynRejects {
     /// `TcpExt.PAWSTimewait` rise (6.16+): SYNs dropped by PAWS against a TIME-WAIT entry.
     pub paws_timewait: Option<i64>,

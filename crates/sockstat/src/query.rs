@@ -13,6 +13,9 @@ use ipnet::IpNet;
 
 use crate::model::{Endpoint, Family, Owner, Process, Proto, Socket, State};
 
+/// How long a listing waits for the user database before showing uids as numbers.
+pub const USER_LOOKUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A filter value that could not be parsed. The message names the bad value and what is allowed.
 ///
 /// The message is one line and safe to print on a terminal: control characters, bidi controls and
@@ -30,7 +33,7 @@ impl FilterError {
     /// An error with this message (for filters parsed outside this module). Characters that
     /// must not reach a terminal are escaped.
     pub fn from_message(message: String) -> FilterError {
-        let message = match crate::render::sanitize::for_terminal(message.as_bytes()) {
+        let message = match crate::text::sanitize::for_terminal(message.as_bytes()) {
             std::borrow::Cow::Borrowed(_) => message,
             std::borrow::Cow::Owned(escaped) => escaped,
         };
@@ -344,7 +347,7 @@ pub struct Query {
     /// Resolve uids to user names (off with `-n`).
     pub resolve_users: bool,
     /// How long to wait for the user database (NSS) before showing uids as numbers, with a
-    /// `users-unresolved` warning. Default `sys::users::LOOKUP_BUDGET` (2 s).
+    /// `users-unresolved` warning. Default [`USER_LOOKUP_BUDGET`] (2 s).
     pub user_lookup_budget: std::time::Duration,
     /// Where sockets come from.
     pub source: Source,
@@ -477,7 +480,7 @@ impl Default for Query {
             owners: true,
             args: false,
             resolve_users: true,
-            user_lookup_budget: crate::sys::users::LOOKUP_BUDGET,
+            user_lookup_budget: USER_LOOKUP_BUDGET,
             source: Source::Auto,
             proc_root: PathBuf::from("/proc"),
             owner_scan: OwnerScan::Auto,

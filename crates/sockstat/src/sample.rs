@@ -12,6 +12,7 @@ use crate::zone::Zone;
 
 /// How a zone's counters and sysctls were reached.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Reach {
     /// From a thread in the zone (or this process's own namespace): everything.
     #[default]
@@ -23,6 +24,7 @@ pub enum Reach {
 
 /// One zone at one moment.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ZoneSample {
     /// The zone; `None` for the namespace sockstat runs in when zones were not asked for.
     pub zone: Option<Zone>,
@@ -52,6 +54,7 @@ impl ZoneSample {
 
 /// Every selected zone at one moment.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Sample {
     /// When the socket dump started (rates divide by the time between two of these).
     pub taken: Instant,

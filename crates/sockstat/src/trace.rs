@@ -46,6 +46,7 @@ use crate::model::{Endpoint, Socket, State};
 /// One sample of a connection. Byte counts are the kernel's; a value the running kernel does
 /// not report is `None` (and absent from JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Point {
     /// Seconds since the trace started.
     pub t_s: f64,
@@ -126,6 +127,7 @@ impl Point {
 
 /// The samples of one connection.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Trace {
     /// The socket cookie the samples were matched on (`None` from `/proc/net`, which has none).
     pub cookie: Option<u64>,
@@ -146,6 +148,7 @@ pub struct Trace {
 /// What the trace shows, in numbers: rates over the trace, and the share of the sender's busy
 /// time each limit held it back (the kernel's chronographs, as `diagnose` reads them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// Seconds from the first sample to the last.
     pub duration_s: f64,

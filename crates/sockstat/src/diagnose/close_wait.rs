@@ -154,8 +154,8 @@ fn finding(
             String::new()
         }
     );
-    let kill = crate::kill::command_for(
-        &crate::kill::Target::StateOnPort {
+    let kill = crate::text::kill_command::command_for(
+        &crate::text::kill_command::Target::StateOnPort {
             state: State::CloseWait,
             local: if server && same_local {
                 local_addr

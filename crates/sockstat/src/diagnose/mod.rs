@@ -43,9 +43,9 @@ use crate::counters::CounterSet;
 use crate::model::tcp::TcpInfo;
 pub use crate::model::Severity;
 use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning, WarningCode};
-use crate::render::fmt;
 pub use crate::sample::{Sample, ZoneSample};
 pub use crate::sysctl::Sysctls;
+use crate::text::fmt;
 pub use interval::{Certainty, Confidence};
 pub use retransmissions::{MeasuredConnects, SLOW_CONNECT_US};
 
@@ -74,6 +74,7 @@ pub const CRITICAL_BANDWIDTH_SHARE: f64 = 0.5;
 
 /// The rules, by the id used in JSON (`"rule"`) and in doc/diagnostics.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum RuleId {
     /// R1: the send buffer caps throughput.
     SendBufferLimited,
@@ -172,6 +173,7 @@ pub struct Context {
 
 /// The connection a finding is about.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SocketRef {
     /// Socket inode.
     pub id: Option<u64>,
@@ -197,6 +199,7 @@ fn cookie_str<S: serde::Serializer>(c: &Option<u64>, s: S) -> Result<S::Ok, S::E
 
 /// One holder of the socket a finding names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OwnerRef {
     /// Process id.
     pub pid: u32,
@@ -285,6 +288,7 @@ impl Serialize for Evidence {
 /// One verdict: the rule, how bad, which connection (or `None` for the host), what was seen,
 /// and what to change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Finding {
     /// The rule.
     pub rule: RuleId,
@@ -312,6 +316,7 @@ pub struct Finding {
 
 /// What a diagnosis returns: the findings, most severe first, and what could not be seen.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// Findings, most severe first.
     pub findings: Vec<Finding>,
@@ -494,6 +499,7 @@ pub fn bandwidth_beyond(
 /// cannot explain the goodput, the limit read is not what held the flow and
 /// [`Ceiling::binds`] is false.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Ceiling {
     /// The limit's payload per round trip, bytes.
     pub limit: f64,
@@ -720,11 +726,7 @@ fn evaluate_joined(
     // pieces are made by the first rule that needs them: the port analysis (4.8 ms at 60k) by
     // R7, taken first, while the next rule joins the samples (4.4 ms) on another core; R8,
     // which waits for the port analysis, is taken last instead of blocking a core meanwhile.
-    let workers = if after.snapshot.sockets.len() >= 4096 {
-        crate::sys::cores().unwrap_or(1).clamp(1, 4)
-    } else {
-        1
-    };
+    let workers = crate::parallel::parts(after.snapshot.sockets.len(), 4096, 4);
     let mut order: Vec<usize> = (0..RULES.len()).collect();
     order.sort_by_key(|&i| match RULES[i].0 {
         "ephemeral_ports" => 0,

@@ -87,8 +87,8 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         // from here (doc/kill.md).
         advice.push_str(&format!(
             " To close it now from this host (its process gets ECONNABORTED, the peer a reset): {}",
-            crate::kill::command_for(
-                &crate::kill::Target::Connection(flow.after),
+            crate::text::kill_command::command_for(
+                &crate::text::kill_command::Target::Connection(flow.after),
                 input.after.zone.as_ref()
             )
         ));

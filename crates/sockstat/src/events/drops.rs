@@ -1,9 +1,8 @@
 //! Packets the kernel dropped, by reason (`enum skb_drop_reason`), protocol and port, over an
-//! interval: what `sockstat drops` shows. Counted in the kernel by [`DropCounter`].
+//! interval: what `sockstat drops` shows. Counted in the kernel by the use case's
+//! `crate::run::drops::DropCounter`.
 
 use std::time::Duration;
-
-pub use crate::sys::skb_drops::{DropCounter, DROPS_MAX};
 
 /// Where a drop's port came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

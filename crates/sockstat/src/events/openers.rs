@@ -6,29 +6,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use serde::Serialize;
-
 use super::{ConnEvent, EventKind, Side};
 use crate::model::RawString;
+pub use crate::ports::Opener;
 use crate::ports::PortsReport;
 
 /// Destinations followed (the rest are counted in [`Openers::dropped`]).
 pub const MAX_DESTINATIONS: usize = 10_000;
 /// Processes named per destination (the rest are summed as `more`).
 pub const MAX_PER_DESTINATION: usize = 16;
-
-/// A process that opened connections to one destination.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Opener {
-    /// Process id.
-    pub pid: u32,
-    /// Command name.
-    pub command: String,
-    /// connect() calls it made to the destination (completed or failed).
-    pub connections: u64,
-    /// Of those, the ones that failed.
-    pub failed: u64,
-}
 
 /// (netns, local address, remote address, remote port).
 type DestKey = (u64, IpAddr, IpAddr, u16);

@@ -370,7 +370,7 @@ impl RawString {
 
     /// The text, with invalid UTF-8 replaced by U+FFFD and control characters kept: for a
     /// program that matches on names. To print one, use its `Display` (`{}`), which escapes
-    /// as the listing does.
+    /// as the listing does (`text::sanitize`).
     pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.0)
     }
@@ -702,7 +702,7 @@ impl Socket {
                 _ => "packet",
             },
             (Proto::Netlink, _) => "netlink",
-            // The table shows the kernel's name of its protocol instead (render::fmt).
+            // The table shows the kernel's name of its protocol instead (text::fmt).
             (Proto::Other, _) => "other",
         }
     }
@@ -760,7 +760,41 @@ pub struct Snapshot {
     /// when it ran: kept so that a consumer that narrows the sockets further
     /// ([`crate::kill::select`]) counts the warnings again over what it keeps
     /// ([`crate::join::warnings`]).
-    pub owners_unseen: Option<crate::join::Unseen>,
+    pub owners_unseen: Option<Unseen>,
+}
+
+/// Whether `/proc` hides other users' processes from the reader (`hidepid`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HidePid {
+    /// It does not (or the reader may see through it: CAP_SYS_PTRACE, the `gid=` group).
+    #[default]
+    No,
+    /// It does: `mount_point` is mounted with `option` (`hidepid=2`, `hidepid=invisible`, ...).
+    Hides {
+        /// Where that proc is mounted.
+        mount_point: std::path::PathBuf,
+        /// The option, as in mountinfo.
+        option: String,
+    },
+    /// It could not be told (the mount table could not be read: the reason): other users'
+    /// processes may be invisible.
+    Unknown(String),
+}
+
+/// What the scan could not see, the evidence [`crate::join::join`] decides owner statuses from: a census of
+/// every process, whatever the filters (a scan that reads only some processes' fds still
+/// learns which of the others it could not have read: `sys::owners::scan_candidates`).
+#[derive(Debug, Clone, Default)]
+pub struct Unseen {
+    /// Processes whose fd tables these privileges may not read, with their uid when known.
+    pub unreadable: Vec<(u32, Option<u32>)>,
+    /// Processes whose fd tables could not be read for another reason (too many open files, no
+    /// memory), with their uid when known and the error.
+    pub failed: Vec<(u32, Option<u32>, String)>,
+    /// Whether other users' processes are invisible altogether.
+    pub hidepid: HidePid,
+    /// The reader's effective uid.
+    pub euid: u32,
 }
 
 impl Snapshot {

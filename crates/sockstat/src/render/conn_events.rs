@@ -8,11 +8,11 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::fmt::{self, utc_timestamp};
-use super::sanitize::for_terminal;
 use crate::events::stats::{Histogram, Row, RowKey, Stats};
 use crate::events::{ConnEvent, EventKind, EventProcess, Lost, Side};
 use crate::model::Family;
+use crate::text::fmt::{self, utc_timestamp};
+use crate::text::sanitize::for_terminal;
 
 /// The UTC time of day with milliseconds, `14:50:01.123`.
 fn time_of_day(t: SystemTime) -> String {

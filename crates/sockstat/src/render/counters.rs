@@ -7,9 +7,12 @@
 
 use std::io::{self, Write};
 
-use super::sanitize::for_terminal;
 use super::Options;
-use crate::counters::CounterReport;
+use serde::Serialize;
+
+use super::json::{warning, JsonWarning};
+use crate::counters::{CounterReport, CounterRow};
+use crate::text::sanitize::for_terminal;
 
 /// Version of the counters JSON document.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -106,6 +109,29 @@ pub fn write_table(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io
     Ok(())
 }
 
+/// The `sockstat counters --json` document (doc/counters.schema.json), declared once:
+/// [`write_json`] writes it (one counter a line; a test holds the two equal) and Python's
+/// `counters()` builds its `CountersReport` from it.
+#[derive(Serialize)]
+pub struct Document<'a> {
+    version: u32,
+    interval_s: Option<f64>,
+    counters: &'a [CounterRow],
+    hidden_zero: usize,
+    warnings: Vec<JsonWarning<'a>>,
+}
+
+/// The document of `r`; the warnings' details with `verbose`.
+pub fn document(r: &CounterReport, verbose: bool) -> Document<'_> {
+    Document {
+        version: SCHEMA_VERSION,
+        interval_s: r.interval_s,
+        counters: &r.counters,
+        hidden_zero: r.hidden_zero,
+        warnings: r.warnings.iter().map(|w| warning(w, verbose)).collect(),
+    }
+}
+
 /// Writes `{"version":1,"interval_s":...,"counters":[...],"hidden_zero":N,"warnings":[...]}`,
 /// one counter per line (doc/counters.schema.json); with zones each counter has a `"zone"`.
 pub fn write_json(r: &CounterReport, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
@@ -170,6 +196,27 @@ mod tests {
             "{text}"
         );
         assert_eq!(lines.len(), 6);
+    }
+
+    #[test]
+    fn the_written_document_is_the_declared_one() {
+        let set = CounterSet::from_values([("Tcp", "ActiveOpens", 7)]);
+        for r in [
+            report(),
+            since_boot(&set, false),
+            since_boot(&CounterSet::default(), false),
+        ] {
+            for verbose in [false, true] {
+                let mut opts = Options::new();
+                opts.verbose = verbose;
+                let mut out = Vec::new();
+                write_json(&r, &opts, &mut out).unwrap();
+                // The writer's newlines are its layout alone (a string's are escaped).
+                let written = String::from_utf8(out).unwrap().replace('\n', "");
+                let declared = serde_json::to_string(&document(&r, verbose)).unwrap();
+                assert_eq!(written, declared);
+            }
+        }
     }
 
     #[test]

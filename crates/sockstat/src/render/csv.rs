@@ -59,17 +59,17 @@ pub fn write(snap: &Snapshot, opts: &Options, out: &mut dyn Write) -> io::Result
             o.map(|o| o.fd.to_string()).unwrap_or_default(),
             {
                 tmp.clear();
-                super::fmt::write_proto(&mut tmp, s);
+                crate::text::fmt::write_proto(&mut tmp, s);
                 tmp.clone()
             },
             {
                 tmp.clear();
-                super::fmt::write_local(&mut tmp, s, snap, &holders);
+                crate::text::fmt::write_local(&mut tmp, s, snap, &holders);
                 tmp.clone()
             },
             {
                 tmp.clear();
-                super::fmt::write_foreign(&mut tmp, s, &holders);
+                crate::text::fmt::write_foreign(&mut tmp, s, &holders);
                 tmp.clone()
             },
             s.state.name().into_owned(),

@@ -9,11 +9,13 @@
 
 use std::io::{self, Write};
 
+use serde::Serialize;
 use serde_json::Value;
 
-use super::sanitize::for_terminal;
+use super::json::{warning, JsonWarning};
 use super::Options;
 use crate::diagnose::{Finding, Report, Severity};
+use crate::text::sanitize::for_terminal;
 
 /// The JSON schema version of the diagnose document.
 pub const VERSION: u32 = 1;
@@ -24,18 +26,33 @@ pub fn finding_json(f: &Finding) -> Value {
     serde_json::to_value(f).unwrap_or(Value::Null)
 }
 
-/// Writes the report as one JSON document.
+/// The `sockstat diagnose --json` document (doc/diagnose.schema.json), declared once: the
+/// command writes it ([`write_json`]) and Python's `diagnose()` builds its `DiagnoseReport`
+/// from it.
+#[derive(Serialize)]
+pub struct Document<'a> {
+    version: u32,
+    interval_s: f64,
+    connections: usize,
+    findings: &'a [Finding],
+    warnings: Vec<JsonWarning<'a>>,
+}
+
+/// The document of `r`; the warnings' details with `verbose`.
+pub fn document(r: &Report, verbose: bool) -> Document<'_> {
+    Document {
+        version: VERSION,
+        interval_s: r.interval_s,
+        connections: r.connections,
+        findings: &r.findings,
+        warnings: r.warnings.iter().map(|w| warning(w, verbose)).collect(),
+    }
+}
+
+/// Writes the report as one JSON document, on one line.
 pub fn write_json(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
-    write!(
-        out,
-        "{{\"version\":{VERSION},\"interval_s\":{},\"connections\":{},\"findings\":",
-        serde_json::to_string(&r.interval_s).unwrap_or_else(|_| "null".into()),
-        r.connections
-    )?;
-    serde_json::to_writer(&mut *out, &r.findings)?;
-    out.write_all(b",")?;
-    super::json::write_warnings(&r.warnings, opts.verbose, out)?;
-    out.write_all(b"}\n")
+    serde_json::to_writer(&mut *out, &document(r, opts.verbose))?;
+    out.write_all(b"\n")
 }
 
 fn severity_label(s: Severity, color: bool) -> String {
@@ -75,7 +92,8 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
     for f in &r.findings {
         let target = match &f.socket {
             Some(s) => {
-                let conn = super::fmt::connection_ends(&s.local, s.remote.as_ref()).to_string();
+                let conn =
+                    crate::text::fmt::connection_ends(&s.local, s.remote.as_ref()).to_string();
                 let owners: Vec<String> = s
                     .owners
                     .iter()

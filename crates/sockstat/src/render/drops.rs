@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::sanitize::for_terminal;
 use crate::events::drops::{DropCount, Drops, PortFrom};
+use crate::text::sanitize::for_terminal;
 
 /// JSON schema version.
 pub const VERSION: u32 = 1;

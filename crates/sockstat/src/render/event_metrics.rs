@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::metrics::{header, sample};
+use super::exposition::{header, sample};
 use crate::events::drops::Drops;
 use crate::events::metrics::{EventMetrics, PortLabel, PromHistogram};
 

@@ -9,10 +9,10 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::fmt::{self, UnixHolders};
 use super::json::{self, JsonSocket};
 use super::{sanitize, unix_holders, Options};
 use crate::model::{Changes, Endpoint, OwnersStatus, Snapshot, Socket};
+use crate::text::fmt::{self, UnixHolders};
 
 /// Version of the event record. Adding fields keeps it; renaming or removing one bumps it.
 pub const VERSION: u32 = 1;

@@ -118,7 +118,7 @@ pub(crate) fn endpoint(ep: &Endpoint) -> JsonEndpoint<'_> {
         }
         Endpoint::Packet { protocol, ifindex } => JsonEndpoint {
             protocol: Some(*protocol),
-            protocol_name: super::fmt::ethertype_name(*protocol),
+            protocol_name: crate::text::fmt::ethertype_name(*protocol),
             ifindex: Some(*ifindex),
             ..Default::default()
         },
@@ -217,8 +217,9 @@ fn timer_kind(k: u8) -> &'static str {
     }
 }
 
+/// One warning as every document's `warnings` array holds it.
 #[derive(Serialize)]
-struct JsonWarning<'a> {
+pub(crate) struct JsonWarning<'a> {
     code: &'a str,
     count: Option<u64>,
     message: &'a str,
@@ -376,7 +377,7 @@ pub(crate) fn socket_in<'a>(
 }
 
 /// One warning as the contract's object; its details only when `verbose`.
-fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
+pub(crate) fn warning(w: &Warning, verbose: bool) -> JsonWarning<'_> {
     JsonWarning {
         code: w.code.name(),
         count: w.count,

@@ -26,6 +26,8 @@ use crate::events::metrics::EventMetrics;
 use crate::model::{Endpoint, Family, OwnersStatus, Proto, Snapshot, Socket, State};
 use crate::ports::{Destination, PortsReport};
 use crate::render::event_metrics::EventZone;
+pub use crate::render::exposition::escape_label;
+use crate::render::exposition::{header, sample};
 use crate::sample::ZoneSample;
 use crate::zone::Zone;
 
@@ -156,49 +158,6 @@ pub struct SelfMetrics {
     pub owner_scans_total: u64,
     /// Zones (network namespaces) in the collection served.
     pub zones: usize,
-}
-
-/// Escapes a label value: `\` → `\\`, `"` → `\"`, newline → `\n` (the exposition format's three
-/// escapes; everything else is taken literally, and the text is UTF-8 by construction).
-pub fn escape_label(v: &str) -> Cow<'_, str> {
-    if !v.contains(['\\', '"', '\n']) {
-        return Cow::Borrowed(v);
-    }
-    let mut out = String::with_capacity(v.len() + 8);
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
-
-pub(crate) fn header(out: &mut impl Write, name: &str, kind: &str, help: &str) -> io::Result<()> {
-    writeln!(out, "# HELP {name} {help}")?;
-    writeln!(out, "# TYPE {name} {kind}")
-}
-
-pub(crate) fn sample(
-    out: &mut impl Write,
-    name: &str,
-    labels: &[(&str, &str)],
-    value: impl std::fmt::Display,
-) -> io::Result<()> {
-    out.write_all(name.as_bytes())?;
-    if !labels.is_empty() {
-        out.write_all(b"{")?;
-        for (i, (k, v)) in labels.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",")?;
-            }
-            write!(out, "{k}=\"{}\"", escape_label(v))?;
-        }
-        out.write_all(b"}")?;
-    }
-    writeln!(out, " {value}")
 }
 
 /// A float as the format spells it (`NaN`, `+Inf`, or the shortest decimal).

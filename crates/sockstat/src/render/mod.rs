@@ -9,17 +9,18 @@ pub mod diagnose;
 pub mod drops;
 pub mod event_metrics;
 pub mod events;
-pub mod fmt;
+pub(crate) mod exposition;
 pub mod json;
 pub mod kill;
 pub mod metrics;
 pub mod ports;
-pub mod sanitize;
 pub mod series;
 pub mod summary;
 pub mod table;
 pub mod top;
 pub mod trace;
+
+use crate::text::{fmt, sanitize};
 
 use crate::model::{Owner, OwnersStatus, Snapshot, Socket};
 

@@ -3,11 +3,11 @@
 
 use std::io::{self, Write};
 
-use super::fmt::inet;
-use super::sanitize::for_terminal;
 use super::Options;
 use crate::model::{Severity, Warning};
 use crate::ports::{Finding, PortsReport, TimeLeft, TIME_WAIT_S};
+use crate::text::fmt::inet;
+use crate::text::sanitize::for_terminal;
 
 /// Version of the ports JSON document.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -12,9 +12,10 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::json::{self, JsonCgroup, JsonEndpoint, JsonOwner, JsonTimer};
-use super::{fmt, Options};
+use super::Options;
 use crate::model::tcp::{Memory, TcpDetails};
 use crate::model::{Proto, Snapshot, Socket, State};
+use crate::text::fmt;
 use crate::zone::Zone;
 
 /// Version of the series record. Adding fields keeps it; renaming or removing one bumps it.

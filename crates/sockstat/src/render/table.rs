@@ -356,7 +356,7 @@ pub fn write_with_lead(
     lead: Option<&Lead<'_>>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let parts = crate::sys::cores().unwrap_or(1).clamp(1, MAX_PARTS);
+    let parts = crate::parallel::cores().unwrap_or(1).clamp(1, MAX_PARTS);
     write_rows(snap, opts, lead, (KEEP_ROWS, KEEP_BYTES), parts, out)
 }
 

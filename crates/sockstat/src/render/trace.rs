@@ -12,8 +12,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::render::fmt::{byte_rate, bytes};
-use crate::render::sanitize;
+use crate::text::fmt::{byte_rate, bytes};
+use crate::text::sanitize;
 use crate::trace::{Point, Trace};
 
 const W: f64 = 1000.0;

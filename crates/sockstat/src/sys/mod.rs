@@ -6,7 +6,6 @@ pub mod buflock;
 pub mod cgroup;
 pub mod counters;
 pub mod destroy;
-pub mod diagnose;
 pub mod dump;
 pub mod netlink;
 pub mod netns;
@@ -36,12 +35,7 @@ pub(crate) fn scan_threads() -> usize {
     cores().unwrap_or(2).clamp(2, 4)
 }
 
-/// The cores this process may use, asked once: `available_parallelism` reads the cgroup's CPU
-/// quota (a dozen system calls), and a listing asks for its thread counts several times.
-pub(crate) fn cores() -> Option<usize> {
-    static CORES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-}
+pub(crate) use crate::parallel::{cores, par_sort_by, PARALLEL_MAX};
 
 /// Threads for the BPF iterator's walk of the fd tables ([`owners::scan_any`]): every core (up
 /// to 4) when the scan runs alone, one fewer when it runs beside the socket dump, so the two do
@@ -900,71 +894,6 @@ pub fn sort_sockets(
         }
         order[cur] = cur as u32;
     }
-}
-
-/// The largest table whose sort is split over the cores: merging the parts copies half the
-/// sort's items aside, 16 MB at a million sockets, against the big tables' memory budget
-/// (doc/BENCHMARKS.md, "Big tables"). Past it the sort runs in place on one thread.
-pub(crate) const PARALLEL_MAX: usize = 262_144;
-
-/// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), in `parts`
-/// parts on as many threads, merged after: the listing's sort is 11 ms of one core at 60k
-/// sockets.
-fn par_sort_by<T, F>(items: &mut [T], parts: usize, cmp: F)
-where
-    T: Send + Copy,
-    F: Fn(&T, &T) -> std::cmp::Ordering + Sync,
-{
-    if parts <= 1 || items.len() < 2 {
-        items.sort_unstable_by(&cmp);
-        return;
-    }
-    let chunk = items.len().div_ceil(parts);
-    std::thread::scope(|sc| {
-        for c in items.chunks_mut(chunk) {
-            let cmp = &cmp;
-            sc.spawn(move || c.sort_unstable_by(cmp));
-        }
-    });
-    // Merge neighbouring runs until one is left, in place but for a copy of each left run (at
-    // most half the items: the sort must not double the listing's memory at a million
-    // sockets).
-    let mut run = chunk;
-    let mut buf: Vec<T> = Vec::new();
-    while run < items.len() {
-        let mut start = 0;
-        while start + run < items.len() {
-            let end = (start + 2 * run).min(items.len());
-            merge_with_left_copy(&mut items[start..end], run, &mut buf, &cmp);
-            start = end;
-        }
-        run *= 2;
-    }
-}
-
-/// Merges `v[..mid]` and `v[mid..]`, each sorted, into `v`, copying only the left part aside:
-/// the merged output never overtakes the right part's next unread item.
-fn merge_with_left_copy<T: Copy, F: Fn(&T, &T) -> std::cmp::Ordering>(
-    v: &mut [T],
-    mid: usize,
-    buf: &mut Vec<T>,
-    cmp: &F,
-) {
-    buf.clear();
-    buf.extend_from_slice(&v[..mid]);
-    let (mut i, mut j, mut k) = (0, mid, 0);
-    while i < buf.len() && j < v.len() {
-        if cmp(&v[j], &buf[i]) == std::cmp::Ordering::Less {
-            v[k] = v[j];
-            j += 1;
-        } else {
-            v[k] = buf[i];
-            i += 1;
-        }
-        k += 1;
-    }
-    // What is left of the right part is in place already.
-    v[k..k + buf.len() - i].copy_from_slice(&buf[i..]);
 }
 
 /// `AT_PAGESZ`: the page size, in the auxiliary vector.

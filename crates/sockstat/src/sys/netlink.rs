@@ -19,50 +19,7 @@ use sockstat_wire::DecodeError;
 /// (`netlink_dump` in `net/netlink/af_netlink.c`); 64 KiB leaves room and never truncates.
 const RECV_BUF: usize = 64 * 1024;
 
-/// How a dump failed.
-#[derive(Debug)]
-pub enum DumpError {
-    /// The socket could not be opened, or send/recv failed (errno inside).
-    Io(io::Error),
-    /// The kernel answered with an error: `NLMSG_ERROR`, or the errno inside `NLMSG_DONE`
-    /// (ENOENT there means "no handler for this protocol": the diag module is missing).
-    Kernel(i32),
-    /// A reply could not be decoded.
-    Decode(DecodeError),
-}
-
-impl std::fmt::Display for DumpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DumpError::Io(e) => write!(f, "{e}"),
-            DumpError::Kernel(errno) => {
-                write!(f, "{}", io::Error::from_raw_os_error(*errno))
-            }
-            DumpError::Decode(e) => write!(f, "undecodable sock_diag reply: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for DumpError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DumpError::Io(e) => Some(e),
-            DumpError::Kernel(_) => None,
-            DumpError::Decode(e) => Some(e),
-        }
-    }
-}
-
-impl DumpError {
-    /// The errno, when the failure has one.
-    pub fn errno(&self) -> Option<i32> {
-        match self {
-            DumpError::Io(e) => e.raw_os_error(),
-            DumpError::Kernel(e) => Some(*e),
-            DumpError::Decode(_) => None,
-        }
-    }
-}
+pub use crate::error::DumpError;
 
 /// What a completed dump looked like.
 #[derive(Debug, Default, Clone, Copy)]

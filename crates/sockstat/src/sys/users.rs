@@ -7,9 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long a listing waits for the user database before showing uids as numbers.
-pub const LOOKUP_BUDGET: Duration = Duration::from_secs(2);
-
 /// Set while a lookup thread that overran its budget is still blocked in the user database:
 /// later lookups in this process (watch mode, `serve`) do not start another one behind it.
 static STALLED: AtomicBool = AtomicBool::new(false);

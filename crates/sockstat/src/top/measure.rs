@@ -16,6 +16,7 @@ use super::{Conn, EventCoverage, Report, Seen, SocketAt};
 
 /// What one interval gave, beside its two samples.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Interval {
     /// The close events of the interval (those of connections still in the later sample are
     /// left for the next interval: [`Report::carried`]).
@@ -32,6 +33,7 @@ pub struct Interval {
 
 /// A close event, with the index of the zone it happened in (in the later sample).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Close {
     /// The event.
     pub event: ConnEvent,

@@ -7,9 +7,9 @@
 //! rules on the same two samples ([`crate::judge`], the rules and thresholds of `sockstat
 //! diagnose`), and what connection events said about the connections that closed in between.
 //! [`group`] turns a report into rows per process, connection, remote address or local port,
-//! with totals, under an optional filter with the listing's meaning ([`ViewFilter`]). [`Live`]
-//! is the use case: it keeps the last sample and the connection events since, and hands out
-//! one report per refresh.
+//! with totals, under an optional filter with the listing's meaning ([`ViewFilter`]). The use
+//! case, [`crate::run::top::Live`], keeps the last sample and the connection events since, and
+//! hands out one report per refresh; everything here is pure.
 //!
 //! How each connection's bytes over the interval are counted ([`Seen`]; doc/top.md says it for
 //! users):
@@ -42,11 +42,9 @@
 //! space its SYN takes; a FIN acknowledged or received adds one byte at the end of a
 //! connection's life: rates are exact to within a byte per connection per interval.
 
-mod live;
 mod measure;
 mod rows;
 
-pub use live::{sampling_query, Live, LiveOptions};
 pub use measure::{measure, shown, Close, Interval};
 pub use rows::{group, sort_rows, Column, Group, Holder, Row, RowKey, Totals, ViewFilter};
 
@@ -61,6 +59,7 @@ use crate::sample::Sample;
 
 /// How rows are grouped (`--by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum By {
     /// One row per holding process (every holder of a shared connection), the default.
     #[default]
@@ -102,6 +101,7 @@ impl By {
 /// How a connection was seen over the interval: in which of the two samples, and with the
 /// help of which event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Seen {
     /// In both samples.
     Throughout,
@@ -127,6 +127,7 @@ impl Seen {
 
 /// Where a connection's socket is kept in its [`Report`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SocketAt {
     /// In the later sample: `zone` indexes [`Sample::zones`], `index` that zone's sockets.
     After {
@@ -143,6 +144,7 @@ pub enum SocketAt {
 
 /// One socket of the view over one interval, with what it moved.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Conn {
     /// Where its socket is.
     pub at: SocketAt,
@@ -200,6 +202,7 @@ pub fn per_second(bytes: u64, interval_s: f64) -> u64 {
 
 /// What connection events covered over the interval.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct EventCoverage {
     /// `None` when connection events were traced; else why not.
     pub unavailable: Option<String>,
@@ -211,6 +214,7 @@ pub struct EventCoverage {
 /// findings of the diagnosis rules on the same two samples, and what could not be seen.
 /// [`group`] makes its rows.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Report {
     /// When the later sample was taken (wall clock).
     pub time: SystemTime,
@@ -246,7 +250,7 @@ pub struct Report {
     /// counters).
     pub time_wait: u64,
     /// Close events of connections still in the later sample (they closed after its dump):
-    /// [`Live`] hands them to the next interval.
+    /// [`crate::run::top::Live`] hands them to the next interval.
     pub carried: Vec<Close>,
 }
 

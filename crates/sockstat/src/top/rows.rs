@@ -12,6 +12,7 @@ use super::{By, Conn, Report};
 
 /// Who a process row is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Holder {
     /// A process (from the owner scan, or the caller of connect()/accept() of a short
     /// connection).
@@ -25,6 +26,7 @@ pub enum Holder {
 
 /// What a row groups.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RowKey {
     /// `--by process`.
     Process(Holder),
@@ -38,6 +40,7 @@ pub enum RowKey {
 
 /// One row of the view.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Row {
     /// What it groups.
     pub key: RowKey,
@@ -70,6 +73,7 @@ pub struct Row {
 
 /// Sums over every connection shown (each once, however many holders it has).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Totals {
     /// Connections shown.
     pub connections: usize,
@@ -89,6 +93,7 @@ pub struct Totals {
 
 /// The rows of one refresh, with totals.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Group {
     /// How rows are grouped.
     pub by: By,
@@ -100,6 +105,7 @@ pub struct Group {
 
 /// A column to sort by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Column {
     /// Send and receive rate together (the default).
     #[default]

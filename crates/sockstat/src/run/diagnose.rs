@@ -1,9 +1,9 @@
-//! The diagnosis's touches of the system beyond sampling (`crate::diagnose` is pure and reads
-//! nothing): the exact buffer locks (`--exact-locks`), whether the caller is root, the page
+//! The diagnose use case: the diagnosis's touches of the system beyond sampling
+//! (`crate::diagnose` is pure and reads nothing): the exact buffer locks (`--exact-locks`), whether the caller is root, the page
 //! size, and [`run`], the whole two-sample diagnosis of the connections a query selects.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::diagnose::MeasuredConnects;
 use crate::diagnose::{self, Options, Report, RuleId};
@@ -14,6 +14,7 @@ use crate::{Error, Query};
 
 /// How a diagnosis is run beside its samples.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Diagnosis {
     /// The bottleneck bandwidth the operator gave (`--bandwidth`), bytes/s.
     pub bandwidth: Option<f64>,
@@ -38,7 +39,7 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
     let mut first = q.clone();
     first.owners = q.filters_owners() && q.owners;
     let (mut tracer, untraced) = if how.connect_events {
-        match crate::events::Tracer::start(false, crate::events::RING_BYTES) {
+        match super::events::Tracer::start(false, super::events::RING_BYTES) {
             Ok(t) => (Some(t), None),
             Err(u) => (None, Some(u.message)),
         }
@@ -47,27 +48,9 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
     };
     let before = sampler.sample_with(&first)?;
     let mut measured: HashMap<u64, MeasuredConnects> = HashMap::new();
-    let until = before.taken + interval;
-    let clock = crate::events::Clock::now();
-    loop {
-        if let Some(t) = tracer.as_mut() {
-            t.drain(|r| {
-                if let Some(e) = crate::events::ConnEvent::from_record(&r, &clock) {
-                    measured.entry(e.netns).or_default().add(&e);
-                }
-            });
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        std::thread::sleep(if tracer.is_some() {
-            left.min(Duration::from_millis(50))
-        } else {
-            left
-        });
-    }
-    let after = sampler.sample()?;
+    let after = super::second_sample(&sampler, &before, interval, tracer.as_mut(), |e| {
+        measured.entry(e.netns).or_default().add(e)
+    })?;
     let mut report = judge_with_connects(&before, &after, how, measured);
     if let Some(why) = untraced {
         report.warnings.push(Warning::new(
@@ -101,7 +84,7 @@ fn judge_with_connects(
         page_size: page_size(),
         buf_locks: Default::default(),
         own_netns: (!connects.is_empty())
-            .then(crate::events::own_netns)
+            .then(super::events::own_netns)
             .flatten(),
         connects,
     };
@@ -161,7 +144,7 @@ fn read_locks(report: &Report, opts: &mut Options) -> Vec<String> {
         if opts.buf_locks.contains_key(&cookie) {
             continue;
         }
-        match super::buflock::read(o.pid, o.fd, cookie) {
+        match crate::sys::buflock::read(o.pid, o.fd, cookie) {
             Ok(l) => {
                 opts.buf_locks.insert(cookie, l);
             }
@@ -173,7 +156,7 @@ fn read_locks(report: &Report, opts: &mut Options) -> Vec<String> {
 
 /// The page size from the auxiliary vector (`AT_PAGESZ`), 4096 when unreadable.
 pub fn page_size() -> u64 {
-    super::auxv(super::AT_PAGESZ).unwrap_or(4096)
+    crate::sys::auxv(crate::sys::AT_PAGESZ).unwrap_or(4096)
 }
 
 #[cfg(test)]

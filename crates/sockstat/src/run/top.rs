@@ -1,22 +1,24 @@
-//! [`Live`]: the use case of the live view. It keeps the last sample and the connection events
+//! [`Live`]: the use case of the live view (`sockstat top`); what it measures and how rows are
+//! grouped is [`crate::top`]. It keeps the last sample and the connection events
 //! since, and at every refresh takes a new sample, judges the two with the diagnosis rules
-//! (`crate::judge`, as `sockstat diagnose` does) and measures what every connection moved
+//! (`run::diagnose::judge`, as `sockstat diagnose` does) and measures what every connection moved
 //! ([`measure`]). The caller owns the clock: it calls [`Live::drain`] while it waits (so the
 //! kernel's event ring never fills) and [`Live::refresh`] when a refresh is due.
 
 use std::sync::Arc;
 
-use crate::events::{ConnEvent, EventKind, Lost, Tracer, UserNames};
+use crate::events::{ConnEvent, EventKind, Lost};
 use crate::query::Query;
+use crate::run::events::{Tracer, UserNames};
 use crate::sample::Sample;
 use crate::sys::sampler::Sampler;
 use crate::{Diagnosis, Error};
 
-use super::measure::{measure, Close, Interval};
-use super::{EventCoverage, Report};
+use crate::top::{measure, Close, EventCoverage, Interval, Report};
 
 /// How the live view samples.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct LiveOptions {
     /// Trace connection events (CAP_BPF and CAP_PERFMON, or root) to count the connections
     /// that open or close between two refreshes; when they cannot be traced, each report says
@@ -72,7 +74,7 @@ impl Live {
         let q = sampling_query(query);
         let sampler = Sampler::new(&q);
         let (tracer, untraced) = if opts.events {
-            match Tracer::start(false, crate::events::RING_BYTES) {
+            match Tracer::start(false, crate::run::events::RING_BYTES) {
                 Ok(t) => (Some(t), None),
                 Err(u) => (None, Some(u.message)),
             }
@@ -85,8 +87,12 @@ impl Live {
             .unwrap_or_default();
         let first = sampler.sample()?;
         Ok(Live {
-            own_netns: crate::events::own_netns(),
-            own_zone: crate::current_zone(&q.proc_root).map(|z| z.name),
+            own_netns: crate::run::events::own_netns(),
+            own_zone: crate::sys::netns::discover(&q.proc_root)
+                .0
+                .into_iter()
+                .find(|t| t.own)
+                .map(|t| t.zone.name),
             query: q,
             sampler,
             tracer,
@@ -162,7 +168,7 @@ impl Live {
             .into_iter()
             .filter_map(|event| zone_of(event.netns).map(|zone| Close { event, zone }))
             .collect();
-        let diagnosis = crate::judge(&self.last, &after, &self.how);
+        let diagnosis = super::diagnose::judge(&self.last, &after, &self.how);
         let mut report = measure(
             &self.last,
             Arc::clone(&after),

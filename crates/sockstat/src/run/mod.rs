@@ -1,0 +1,67 @@
+//! The use cases (doc/architecture.md): each subcommand's work as one library function that
+//! gathers (through `sys`), analyses (through the pure modules) and returns a report, for the
+//! command, the Python binding and the exporter to render. Nothing below this floor imports it;
+//! the renderers read the reports it returns.
+//!
+//! - [`diagnose`]: the two-sample diagnosis (`sockstat diagnose`, `sockstat.diagnose()`);
+//! - [`ports`]: ephemeral ports and TIME-WAIT (`sockstat ports`, `sockstat.ports()`);
+//! - [`counters`]: the kernel's counters (`sockstat counters`, `sockstat.counters()`);
+//! - [`events`] and [`drops`]: the probes' readers (`sockstat events`, `sockstat drops`, the
+//!   exporter's event metrics);
+//! - [`top`]: the live view's refreshes (`sockstat top`).
+
+pub mod counters;
+pub mod diagnose;
+pub mod drops;
+pub mod events;
+pub mod ports;
+pub mod top;
+
+use std::time::{Duration, Instant};
+
+use crate::events::{Clock, ConnEvent};
+use crate::sample::Sample;
+use crate::sys::sampler::Sampler;
+use crate::Error;
+
+/// Waits until `until`, handing every connection event `tracer` reads meanwhile to `each`
+/// (every 50 ms, so the ring buffer does not fill); without a tracer, sleeps.
+fn trace_until(
+    until: Instant,
+    mut tracer: Option<&mut events::Tracer>,
+    mut each: impl FnMut(&ConnEvent),
+) {
+    let clock = Clock::now();
+    loop {
+        if let Some(t) = tracer.as_mut() {
+            t.drain(|r| {
+                if let Some(e) = ConnEvent::from_record(&r, &clock) {
+                    each(&e);
+                }
+            });
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(if tracer.is_some() {
+            left.min(Duration::from_millis(50))
+        } else {
+            left
+        });
+    }
+}
+
+/// The second sample, `interval` after `first` was taken, with the connection events `tracer`
+/// reads meanwhile handed to `each`: the "sample, drain the tracer, sample again" of every
+/// two-sample view.
+fn second_sample(
+    sampler: &Sampler,
+    first: &Sample,
+    interval: Duration,
+    tracer: Option<&mut events::Tracer>,
+    each: impl FnMut(&ConnEvent),
+) -> Result<Sample, Error> {
+    trace_until(first.taken + interval, tracer, each);
+    sampler.sample()
+}
