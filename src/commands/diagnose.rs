@@ -22,7 +22,7 @@ fn bandwidth(s: &str) -> Result<f64, String> {
 /// Flags of `sockstat diagnose`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = concat!("\
-Findings (doc/diagnostics.md): send-buffer-limited, receive-window-limited,
+Findings (doc/diagnose.md): send-buffer-limited, receive-window-limited,
 window-scaling-missing, receive-buffer-locked, receiver-not-reading, delayed-ack,
 memory-pressure, ephemeral-ports, timewait-syn-rejected, listen-overflow, retransmissions,
 close-wait.

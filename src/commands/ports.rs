@@ -1,5 +1,5 @@
 //! `sockstat ports`: ephemeral-port use by destination, TIME-WAIT on the client and the server
-//! side, and the settings that decide whether ports can be reused (doc/calibration.md, R7 and R8).
+//! side, and the settings that decide whether ports can be reused (doc/reference/calibration.md, R7 and R8).
 //! The analysis is `sockstat::ports`, the sampling (each zone's sysctls and counters read
 //! inside it) `sockstat::Sampler`; this file owns the flags and the exit status.
 

@@ -8,7 +8,7 @@
 //! The traffic is `sockstat-netlab`'s (blocking writers, as applications write), over its TUN
 //! delay line. Needs root (namespaces, TUN, tc): otherwise every test prints a SKIPPED line and
 //! passes. The cases run one at a time (one lock). No check is retried: a rule that holds only
-//! on a quiet machine is a defect (doc/diagnostics.md, Calibration).
+//! on a quiet machine is a defect (doc/diagnose.md, Calibration).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -285,7 +285,7 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// The 20 ms, 20 Mbit/s path of doc/calibration.md#experiments (scaled down from 100 Mbit/s to
+/// The 20 ms, 20 Mbit/s path of doc/reference/calibration.md#experiments (scaled down from 100 Mbit/s to
 /// spare the CPU).
 fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
     Path::new(

@@ -2,7 +2,7 @@
 //! [`CounterSet`], their deltas over an interval, and what each well-known counter means.
 //!
 //! Pure: the files are read by `sys::counters`; this module pairs names with values
-//! (always by name: kernels insert new names in the middle of a line, doc/linux.md#counters),
+//! (always by name: kernels insert new names in the middle of a line, doc/reference/linux.md#counters),
 //! subtracts, sorts and explains. It never reads the system and never prints.
 
 use std::collections::BTreeMap;
@@ -227,7 +227,7 @@ const fn g(group: &'static str, name: &'static str, text: &'static str) -> Meani
 
 /// The meanings table: RFC 4293/4022/4113 MIB counters and the Linux extensions of
 /// `net/ipv4/proc.c` (`snmp4_net_list`) and `include/uapi/linux/snmp.h`, with the trouble flags
-/// for drops, overflows, timeouts and rejects (the rules' counters: doc/linux.md#counters).
+/// for drops, overflows, timeouts and rejects (the rules' counters: doc/reference/linux.md#counters).
 pub static MEANINGS: &[Meaning] = &[
     // Ip (RFC 4293)
     g(
@@ -1150,7 +1150,7 @@ impl CounterRow {
 }
 
 /// The counters report: rows sorted smallest first, the biggest movers last (as
-/// doc/seeds.md#seed-003's DTrace aggregation prints them, so they sit just above the prompt).
+/// doc/reference/seeds.md#seed-003's DTrace aggregation prints them, so they sit just above the prompt).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterReport {
     /// The interval the deltas cover, seconds; `None` for values since boot.

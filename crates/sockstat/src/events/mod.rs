@@ -9,7 +9,7 @@
 //! [`UserNames`], which asks the user database once per uid.
 //!
 //! How a close is classified (the kernel's own bookkeeping, read when the socket moves to
-//! CLOSE; see doc/connection-events.md):
+//! CLOSE; see doc/events.md):
 //!
 //! | state left | `sk_err` | end |
 //! |---|---|---|
