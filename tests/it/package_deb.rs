@@ -42,7 +42,7 @@ fn run(c: &mut Command) -> String {
 /// The installed files a text names, as paths under the package's root: absolute paths under
 /// /usr/share/doc, /usr/lib and /usr/bin (also in `file://` URLs; paths under /etc are the
 /// administrator's to make), `man:sockstat(1)`, and
-/// `doc/NAME.md`, `doc/NAME.json` or `doc/reference/NAME.md`, which the package keeps under its
+/// `doc/<name>.md`, `doc/<name>.json` or `doc/reference/<name>.md`, which the package keeps under its
 /// documentation directory.
 fn referenced_files(text: &str) -> Vec<String> {
     let mut out = vec![];
