@@ -305,7 +305,7 @@ const RATE: u64 = 20_000_000;
 const RATE_BYTES: f64 = RATE as f64 / 8.0;
 
 // ---------------------------------------------------------------------------------------------
-// Seed 001 cases
+// Case 001 cases
 
 /// Experiment B: SO_SNDBUF 16 KiB at 20 ms.
 #[test]
@@ -682,7 +682,7 @@ fn retransmissions_on_a_lossy_path() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 003: a SYN for a tuple the server still holds in TIME-WAIT
+// Case 003: a SYN for a tuple the server still holds in TIME-WAIT
 
 fn checksum(data: &[u8]) -> u16 {
     let mut sum = 0u32;

@@ -1150,7 +1150,7 @@ impl CounterRow {
 }
 
 /// The counters report: rows sorted smallest first, the biggest movers last (as
-/// doc/reference/seeds.md#seed-003's DTrace aggregation prints them, so they sit just above the prompt).
+/// doc/reference/cases.md#case-003-an-illumos-time-wait-review's DTrace aggregation prints them, so they sit just above the prompt).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterReport {
     /// The interval the deltas cover, seconds; `None` for values since boot.

@@ -60,7 +60,7 @@ pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
 /// 0.36 (a large buffer a bulk sender keeps full).
 pub const CEILING_MATCH: f64 = 0.5;
 /// Without a known bottleneck bandwidth, a limit that allows this much (1 Gbit/s, in bytes/s) or
-/// more at the path's min RTT is not reported: the negative case of doc/reference/seeds.md#receive-buffer
+/// more at the path's min RTT is not reported: the negative case of doc/reference/cases.md#receive-buffer
 /// (a small buffer at loopback RTT) allows gigabytes per second and "barely hurts".
 pub const UNKNOWN_BANDWIDTH_CEILING: f64 = 125_000_000.0;
 /// A ceiling below this (10 Mbit/s) on a path of at least [`SLOW_PATH_RTT_US`] is critical

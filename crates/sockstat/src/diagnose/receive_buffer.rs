@@ -1,7 +1,7 @@
 //! R4, `receive-buffer-locked`: this host's receive buffer is fixed (SO_RCVBUF) or cannot
 //! grow, and the window it allows caps a flow we receive.
 //!
-//! Case: the 8 KiB SO_RCVBUF of doc/reference/seeds.md#receive-buffer ("the receive window depends on
+//! Case: the 8 KiB SO_RCVBUF of doc/reference/cases.md#receive-buffer ("the receive window depends on
 //! SO_RCVBUF"), reproduced in doc/reference/calibration.md experiment E: the receiver had `rb = 16384` and
 //! `rcv_wscale = 0` where this host's sysctls imply 10. SO_RCVBUF set before listen()/connect()
 //! fixes the window scale at the handshake (doc/reference/linux.md#lock-heuristics, heuristic 2); set later,

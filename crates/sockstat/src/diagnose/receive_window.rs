@@ -1,7 +1,7 @@
 //! R2, `receive-window-limited` and `window-scaling-missing`: the peer's receive window caps
 //! throughput, with its three causes.
 //!
-//! Cases: doc/reference/seeds.md#long-path-through-lvs, an LVS load balancer without window
+//! Cases: doc/reference/cases.md#long-path-through-lvs, an LVS load balancer without window
 //! scaling (window stuck at 64 KiB) and its small SO_RCVBUF receiver, reproduced in
 //! doc/reference/calibration.md experiments D and E and by the diagnosis matrix (`no-wscale`,
 //! `rcvbuf-50ms*`), alone and sharing a deep-queued bottleneck.

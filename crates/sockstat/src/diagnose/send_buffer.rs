@@ -1,6 +1,6 @@
 //! R1, `send-buffer-limited`: the send buffer caps throughput.
 //!
-//! Case: doc/reference/seeds.md#send-buffer (SO_SNDBUF 16 KiB at 20 ms; a 32 KiB
+//! Case: doc/reference/cases.md#send-buffer (SO_SNDBUF 16 KiB at 20 ms; a 32 KiB
 //! proxy buffer at 150 ms), reproduced alone and sharing a bottleneck with bulk flows by the
 //! diagnosis matrix (doc/reference/calibration.md#r1-send-buffer, the table in doc/diagnose.md).
 //!
