@@ -577,7 +577,8 @@ impl WatchArgs {
 /// Where the data comes from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
-    /// Skip the /proc owner scan (fastest; process columns show '?').
+    /// Skip the /proc owner scan (fastest): no process is named, and the listing leaves out its
+    /// COMMAND, PID and FD columns (owners_status "not_requested" in JSON).
     #[arg(long, help_heading = "Data sources")]
     pub no_owners: bool,
     /// Where the socket table comes from.

@@ -64,7 +64,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
 '--csv[CSV with a header row]' \
 '(--summary --csv)--events[Watch for sockets that open and close\: one line each ('\''+'\'' opened, '\''-'\'' closed, with the holders), or JSON lines with --json; the first refresh is the baseline. Implies --watch]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named, and the listing leaves out its COMMAND, PID and FD columns (owners_status "not_requested" in JSON)]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
@@ -132,7 +132,7 @@ never\:"Never"))' \
 '-l[Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named, and the listing leaves out its COMMAND, PID and FD columns (owners_status "not_requested" in JSON)]' \
 '--exact-locks[As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it\: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once]' \
 '--json[One JSON document (doc/diagnose.schema.json)]' \
 '-v[Print details with every warning]' \
@@ -282,7 +282,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '-l[Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)]' \
 '-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named, and the listing leaves out its COMMAND, PID and FD columns (owners_status "not_requested" in JSON)]' \
 '--json[Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary]' \
 '-h[Print help]' \
 '--help[Print help]' \

@@ -276,3 +276,23 @@ fn a_missing_file_or_anchor_is_reported() {
     assert!(check(root, "doc/no-such-guide.md", &mut cache).is_some());
     assert!(check(root, "doc/kill.md#no-such-heading", &mut cache).is_some());
 }
+
+/// What `--help` says `--no-owners` does to the listing is what it does: the process columns
+/// are left out (a `?` in them would say "a holder exists that cannot be seen").
+#[test]
+fn no_owners_help_says_what_the_listing_does() {
+    use crate::common::sockstat;
+    let help = sockstat(&["--help"]).run().no_panic();
+    let words = help.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("the listing leaves out its COMMAND, PID and FD columns"),
+        "{words}"
+    );
+    let out = sockstat(&["--no-owners", "-s"]).run().no_panic();
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let header = out.stdout.lines().next().unwrap_or_default();
+    assert!(header.starts_with("USER PROTO"), "{header:?}");
+    for col in ["COMMAND", "PID", "FD"] {
+        assert!(!header.split_whitespace().any(|c| c == col), "{header:?}");
+    }
+}
