@@ -288,7 +288,10 @@ fn no_owners_help_says_what_the_listing_does() {
         words.contains("the listing leaves out its COMMAND, PID and FD columns"),
         "{words}"
     );
-    let out = sockstat(&["--no-owners", "-s"]).run().no_panic();
+    // The header is printed with or without rows: one port keeps the dump small.
+    let out = sockstat(&["--no-owners", "-s", "-4", "-p", "1"])
+        .run()
+        .no_panic();
     assert_eq!(out.code, Some(0), "{out:#?}");
     let header = out.stdout.lines().next().unwrap_or_default();
     assert!(header.starts_with("USER PROTO"), "{header:?}");
