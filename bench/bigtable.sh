@@ -1,5 +1,5 @@
 #!/bin/sh
-# Peak memory of sockstat on big tables (issue 7 item 5; doc/BENCHMARKS.md, "Big tables").
+# Peak memory of sockstat on big tables (issue 7 item 5; doc/reference/BENCHMARKS.md, "Big tables").
 # For each scale, a fresh socket table from sockgen in its own network and pid namespace, then
 # the peak RSS (/usr/bin/time %M) of: the table, --json, --no-owners (all to /dev/null), and
 # the socket count sockstat listed. Run as root from the workspace root after

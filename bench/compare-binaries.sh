@@ -1,7 +1,7 @@
 #!/bin/sh
 # Two sockstat binaries timed against each other on one sockgen table: each runs 5 times with
 # the table and 5 with --json, alternated, wall time and peak RSS from /usr/bin/time; then a perf
-# profile of the new one. How the big-table changes were costed (doc/BENCHMARKS.md, "Big
+# profile of the new one. How the big-table changes were costed (doc/reference/BENCHMARKS.md, "Big
 # tables"). As root, from the workspace root, after building the old binary elsewhere, e.g.
 #   git worktree add /tmp/old 324a9fe && (cd /tmp/old && cargo build --release -p sockstat-cli --target-dir /tmp/oldtarget)
 #   OLD=/tmp/oldtarget/release/sockstat unshare --net --pid --fork --mount --mount-proc sh bench/compare-binaries.sh 500k 510

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Syscall profile of the two owner scans at 100k sockets (doc/BENCHMARKS.md, "Profile").
+# Syscall profile of the two owner scans at 100k sockets (doc/reference/BENCHMARKS.md, "Profile").
 # Run as root from the workspace root after `cargo build --release -p sockstat-cli -p sockstat-bench`:
 #   unshare --net --pid --fork --mount --mount-proc sh bench/profile-owner-scan.sh
 ROOT=$(pwd)

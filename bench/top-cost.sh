@@ -1,5 +1,5 @@
 #!/bin/sh
-# CPU of the live view itself (`sockstat top`, issue 30; doc/BENCHMARKS.md, "The live view"):
+# CPU of the live view itself (`sockstat top`, issue 30; doc/reference/BENCHMARKS.md, "The live view"):
 # for each scale, a fresh socket table from sockgen in its own network and pid namespace, then
 # `sockstat top --batch --json --interval 1 --count N` (every refresh dumps, joins, judges and
 # writes one JSON object) under /usr/bin/time: user+system CPU seconds over the wall seconds,

@@ -120,6 +120,10 @@ Examples:
     args_override_self = true,
     max_term_width = 100
 )]
+#[command(mut_arg("no_loopback", |a| a.help(
+    "Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets \
+     are not affected (as FreeBSD's -L): add -4 -6 to see only the network"
+)))]
 pub struct Cli {
     /// Filters.
     #[command(flatten)]
@@ -267,8 +271,7 @@ impl Narrow for RoleArgs {
 /// the kernel's dump where it can.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct EndpointArgs {
-    /// Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix
-    /// sockets are not affected (as FreeBSD's -L): add -4 -6 to see only the network.
+    /// Hide Internet sockets whose local or remote address is loopback (127/8, ::1).
     #[arg(short = 'L', help_heading = "Filters")]
     pub no_loopback: bool,
     /// Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100).
@@ -359,6 +362,39 @@ impl Narrow for HolderArgs {
         };
         q.command = self.command.clone();
         Ok(())
+    }
+}
+
+/// The filters' help in the views that see Internet sockets only (`diagnose`, `trace`,
+/// `events`, `kill`): the listing's words without the unix sockets those views never show
+/// (`#[command(mut_args(crate::cli::inet_only_help))]`).
+pub fn inet_only_help(a: clap::Arg) -> clap::Arg {
+    match a.get_id().as_str() {
+        "connected" => a.help(
+            "Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)",
+        ),
+        "listening" => a.help(
+            "Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)",
+        ),
+        "connected_to" => a.help(
+            "Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both \
+             ends. Implies -c",
+        ),
+        _ => a,
+    }
+}
+
+impl ConnectedToArgs {
+    /// For the views that see Internet sockets only: a unix listener would match nothing there,
+    /// so it is refused with a line naming it rather than answered with an empty result.
+    pub fn ports_only(&self, view: &str) -> anyhow::Result<()> {
+        match self.connected_to.as_ref().and_then(|c| c.unix.first()) {
+            Some(u) => Err(crate::usage(format!(
+                "--connected-to {}: '{view}' sees Internet sockets only; name listening ports",
+                String::from_utf8_lossy(&u.display_bytes())
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -556,7 +592,8 @@ impl WatchArgs {
 /// Where the data comes from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SourceArgs {
-    /// Skip the /proc owner scan (fastest; process columns show '?').
+    /// Skip the /proc owner scan (fastest): no process is named (owners_status "not_requested"
+    /// in JSON; the listing leaves out its COMMAND, PID and FD columns).
     #[arg(long, help_heading = "Data sources")]
     pub no_owners: bool,
     /// Where the socket table comes from.

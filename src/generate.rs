@@ -405,7 +405,7 @@ mod tests {
     use super::*;
 
     /// The checked-in man page and completions must be what the flags generate today.
-    /// Regenerate with: `for w in man bash zsh fish; do ...` (see README, "Documentation").
+    /// Regenerate with: `for w in man bash zsh fish; do ...` (see README, "Generated files").
     #[test]
     fn checked_in_docs_match_the_flags() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

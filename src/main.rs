@@ -171,7 +171,7 @@ pub fn explained(
 /// copies it, and the space a freed one leaves stays in the process, more of it with each thread
 /// that decoded a dump. At a fixed threshold they stay mapped (they grow by `mremap` and are
 /// unmapped when freed): the peak at a million sockets is 260 MiB instead of 269, and 264 bytes
-/// a socket from 500k to 1M instead of 274 (doc/BENCHMARKS.md, "Big tables"). 1 MiB keeps the
+/// a socket from 500k to 1M instead of 274 (doc/reference/BENCHMARKS.md, "Big tables"). 1 MiB keeps the
 /// buffers below it (a read buffer of 256 KiB per process the BPF scan walks) in the heap,
 /// reused, and the heap's top is given back past 64 MiB, as glibc's own limit. The library
 /// leaves its host's allocator alone; a variable the user set (`MALLOC_MMAP_THRESHOLD_`,

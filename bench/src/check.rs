@@ -247,7 +247,7 @@ pub fn parse_debsockstat(out: &str) -> Vec<Rec> {
             }
             "udp4" => (Cat::Udp4, false, port_of(f.get(pi + 1).unwrap_or(&"")), 0),
             "udp6" => (Cat::Udp6, false, port_of(f.get(pi + 1).unwrap_or(&"")), 0),
-            // unix rows carry no type (and often a wrong path, see doc/baseline-study.md#notes)
+            // unix rows carry no type (and often a wrong path, see doc/reference/baseline-study.md#notes)
             _ => (Cat::UnixStream, false, 0, 0),
         };
         v.push(Rec {

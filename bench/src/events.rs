@@ -71,7 +71,7 @@ pub fn main(args: Vec<String>) -> i32 {
         max: false,
         soak: None,
         sockstat: root.join("target/release/sockstat"),
-        doc: Some(root.join("doc/BENCHMARKS.md")),
+        doc: Some(root.join("doc/reference/BENCHMARKS.md")),
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {

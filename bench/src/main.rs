@@ -10,7 +10,7 @@
 //! times every tool with hyperfine (warm-up 1, then N runs; medians and min-max), takes
 //! one peak-RSS run per tool (`/usr/bin/time -f %M`) and, in a
 //! fresh namespace and table per tool, the cold first run. Results go to `bench/out/`
-//! (raw hyperfine JSON and tool outputs) and `doc/BENCHMARKS.md`.
+//! (raw hyperfine JSON and tool outputs) and `doc/reference/BENCHMARKS.md`.
 //!
 //! `sockbench check -n 300 -p 10` runs only the correctness check (used by the smoke test).
 //! `sockbench serve --zones 1,500 -n 200k` measures scrapes of `sockstat serve -Z` on a node with
@@ -136,7 +136,7 @@ fn main() {
         scales: vec![(1000, 50), (10000, 100), (100000, 300), (200000, 500)],
         runs: None,
         out: root.join("bench/out"),
-        doc: Some(root.join("doc/BENCHMARKS.md")),
+        doc: Some(root.join("doc/reference/BENCHMARKS.md")),
         sockstat: Some(root.join("target/release/sockstat")),
         build: true,
         cold: "all".into(),

@@ -89,7 +89,7 @@ pub fn print_scale(s: &Scale) {
     );
 }
 
-// Baseline floor medians (ms) from doc/baseline-study.md#the-floor, at 1k/10k/60k/200k.
+// Baseline floor medians (ms) from doc/reference/baseline-study.md#the-floor, at 1k/10k/60k/200k.
 const BASE_SCALES: [usize; 4] = [1000, 10000, 60000, 200000];
 const BASE_FLOOR: [(&str, [f64; 4]); 4] = [
     ("floor-a", [4.0, 11.0, 56.0, 188.0]),

@@ -10,7 +10,7 @@
 //! GET, the exporter's CPU time over it (utime + stime of every thread, /proc/PID/stat), its own
 //! `sockstat_collect_duration_seconds`, the body's size and series; at the end its resident
 //! memory. Results go to `bench/out/serve/zones-Z.json` and the "Exporter" section of
-//! doc/BENCHMARKS.md (only that section is rewritten).
+//! doc/reference/BENCHMARKS.md (only that section is rewritten).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -62,7 +62,7 @@ pub fn main(args: Vec<String>) -> i32 {
         sockstat: root.join("target/release/sockstat"),
         sockgen: root.join("target/release/sockgen"),
         out: root.join("bench/out/serve"),
-        doc: Some(root.join("doc/BENCHMARKS.md")),
+        doc: Some(root.join("doc/reference/BENCHMARKS.md")),
         build: true,
         child_ehash: None,
     };
@@ -139,7 +139,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let mut meta = json!({
         "git": git(&["rev-parse", "--short", "HEAD"]),
         // Uncommitted changes other than this document's section, which the runs write.
-        "git_dirty": !git(&["status", "--porcelain", "--untracked-files=no", "--", ".", ":!doc/BENCHMARKS.md"]).is_empty(),
+        "git_dirty": !git(&["status", "--porcelain", "--untracked-files=no", "--", ".", ":!doc/reference/BENCHMARKS.md"]).is_empty(),
         "date": String::from_utf8_lossy(&Command::new("date").arg("+%Y-%m-%d").output().map(|x| x.stdout).unwrap_or_default()).trim(),
         "nproc": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),

@@ -73,7 +73,7 @@ pub struct Tool {
 
 impl Tool {
     /// The command as timed: `sh -c 'exec TOOL >/dev/null 2>&1'` (as in
-    /// doc/baseline-study.md#method).
+    /// doc/reference/baseline-study.md#method).
     pub fn shell(&self) -> String {
         format!("exec {} >/dev/null 2>&1", self.argv.join(" "))
     }
@@ -316,7 +316,7 @@ pub fn all_tools(env: &Env) -> Vec<Tool> {
         });
     }
     if let Some(s) = &env.sockstat {
-        // The filtered queries (doc/BENCHMARKS.md, "Filtered queries"), timed, not checked.
+        // The filtered queries (doc/reference/BENCHMARKS.md, "Filtered queries"), timed, not checked.
         let s = s.display().to_string();
         let port = PROBE_PORT.to_string();
         let pid = PROBE_PID.to_string();

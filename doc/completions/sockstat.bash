@@ -83,7 +83,7 @@ _sockstat() {
 
     case "${cmd}" in
         sockstat)
-            opts="-4 -6 -u -c -l -L -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -V --sport --dport --src --dst --state --pid --user --command --connected-to --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --count --events --no-owners --source --owner-scan --help --version counters diagnose drops events kill ports serve trace top help"
+            opts="-4 -6 -u -c -l -p -P -j -z -Z -s -n -q -H -w -a -i -T -C -m -v -h -L -V --sport --dport --src --dst --state --pid --user --command --connected-to --tcp-info --time-wait --memory --cgroup --summary --json --csv --color --watch --count --events --no-owners --source --owner-scan --help --version counters diagnose drops events kill ports serve trace top help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -535,7 +535,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__kill)
-            opts="-4 -6 -c -l -L -p -P -j -z -Z -y -n -w -v -h --sport --dport --src --dst --state --pid --user --command --connected-to --cookie --dry-run --yes --json --color --help"
+            opts="-4 -6 -c -l -L -p -j -z -Z -y -n -w -v -h -P --sport --dport --src --dst --state --pid --user --command --connected-to --cookie --dry-run --yes --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -558,10 +558,6 @@ _sockstat() {
                     return 0
                     ;;
                 --dst)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -P)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -599,6 +595,10 @@ _sockstat() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_sockstat_global_optspecs
-    string join \n 4 6 u c l L p= sport= dport= src= dst= P= state= pid= user= command= connected-to= z= Z s n q H w a i T/tcp-info time-wait C m/memory cgroup v summary json csv color= watch= count= events no-owners source= owner-scan= h/help V/version
+    string join \n 4 6 u c l p= sport= dport= src= dst= P= state= pid= user= command= connected-to= z= Z s n q H w a i T/tcp-info time-wait C m/memory cgroup v summary json csv color= watch= count= events no-owners source= owner-scan= h/help L V/version
 end
 
 function __fish_sockstat_needs_command
@@ -52,7 +52,6 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s 6 -d 'Only IPv6 socke
 complete -c sockstat -n "__fish_sockstat_needs_command" -s u -d 'Only Unix domain sockets (with -4 or -6: those families and Unix)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s l -d 'Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s s -d 'Show the STATE column'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s n -d 'Show numeric uids (no user name lookup)'
@@ -71,8 +70,9 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by
 complete -c sockstat -n "__fish_sockstat_needs_command" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l csv -d 'CSV with a header row'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l events -d 'Watch for sockets that open and close: one line each (\'+\' opened, \'-\' closed, with the holders), or JSON lines with --json; the first refresh is the baseline. Implies --watch'
-complete -c sockstat -n "__fish_sockstat_needs_command" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l no-owners -d 'Skip the /proc owner scan (fastest): no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s h -l help -d 'Print help'
+complete -c sockstat -n "__fish_sockstat_needs_command" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s V -l version -d 'Print version'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "counters" -d 'Kernel TCP/IP counters as deltas over an interval, with their meanings'
 complete -c sockstat -n "__fish_sockstat_needs_command" -f -a "diagnose" -d 'What limits each TCP connection, and what to change'
@@ -106,7 +106,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l state -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l connected-to -d 'Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -123,11 +123,11 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l watch -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l count -d 'Stop after N refreshes. Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 4 -d 'Only IPv4 sockets (with -6: IPv4 and IPv6)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s l -d 'Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s l -d 'Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l no-owners -d 'Skip the /proc owner scan (fastest): no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l exact-locks -d 'As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -l json -d 'One JSON document (doc/diagnose.schema.json)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand diagnose" -s v -d 'Print details with every warning'
@@ -144,12 +144,12 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l dst -d 'Onl
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l connected-to -d 'Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l duration -d 'Stop after SECONDS (default: run until Ctrl-C or SIGTERM)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s 4 -d 'Only IPv4 sockets (with -6: IPv4 and IPv6)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l stats -d 'At the end, a summary per side, command and destination: connections, failures, connect latency (client) or accept wait (server) percentiles and log2 histogram, SYN retransmits, bytes, and where the TIME-WAIT entries were left'
 complete -c sockstat -n "__fish_sockstat_using_subcommand events" -l json -d 'JSON Lines: one object per event (schema version 1), and with --stats the summary as one object on the last line'
@@ -161,22 +161,22 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l sport -d 'Onl
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dport -d 'Only Internet sockets whose remote port is in PORTS (as -p): the server port a client connected to' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l connected-to -d 'Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l cookie -d 'Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'
 never\t'Never'"
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s P -d 'Protocols: tcp, udp (comma-separated; the only ones a socket can be closed for). Default: both' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s 4 -d 'Only IPv4 sockets (with -6: IPv4 and IPv6)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s l -d 'Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s l -d 'Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -l dry-run -d 'List what would be closed, close nothing'
 complete -c sockstat -n "__fish_sockstat_using_subcommand kill" -s y -l yes -d 'Close without asking (needed when standard input or output is not a terminal)'
@@ -199,7 +199,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l watch -d 'Re
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l count -d 'Stop after N refreshes. Implies --watch' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 4 -d 'Only IPv4 sockets (with -6: IPv4 and IPv6)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -l json -d 'One JSON document: {"version":1,"range","settings","time_wait","interval_s", "destinations":[{"local_address","remote_address","remote_port","count","states", "usage",...}],"servers","server_counters","warnings"}'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s q -d 'Do not print the header lines'
 complete -c sockstat -n "__fish_sockstat_using_subcommand ports" -s v -d 'Print details with every warning'
@@ -221,7 +221,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l state -d 'On
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l command -d 'Only sockets whose holder\'s command name is NAME (a glob when it has * or ?)' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l connected-to -d 'Only the connections to these listeners, seen from both ends, whatever the transport: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l connected-to -d 'Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s z -s j -d 'Only this zone (network namespace): a name from -Z (global, an `ip netns` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l source -d 'Where the socket table comes from' -r -f -a "auto\t'sock_diag netlink, falling back to /proc/net text for any family whose dump fails'
 netlink\t'sock_diag only; a failed dump is an error'
@@ -236,11 +236,11 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l interval -d 
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l duration -d 'How long to trace, in seconds from the connection\'s first sample, and how long to wait for one to match (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s 4 -d 'Only IPv4 sockets (with -6: IPv4 and IPv6)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s l -d 'Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s l -d 'Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l no-owners -d 'Skip the /proc owner scan (fastest): no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -l json -d 'Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary'
 complete -c sockstat -n "__fish_sockstat_using_subcommand trace" -s h -l help -d 'Print help'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s p -d 'Only Internet sockets whose local or remote port is in PORTS (e.g. 22,80,8000-8100)' -r
@@ -272,9 +272,9 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s 4 -d 'Only IPv
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s 6 -d 'Only IPv6 sockets (with -4: IPv4 and IPv6)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s c -d 'Only connected sockets (with a remote end: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s l -d 'Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1). Unix sockets are not affected (as FreeBSD\'s -L): add -4 -6 to see only the network'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s L -d 'Hide Internet sockets whose local or remote address is loopback (127/8, ::1)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s Z -d 'Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row\'s)'
-complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l no-owners -d 'Skip the /proc owner scan (fastest; process columns show \'?\')'
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l no-owners -d 'Skip the /proc owner scan (fastest): no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s b -l batch -d 'Write refreshes to standard output instead of the screen (text as top -b, or --json)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l json -d 'One JSON object per refresh and line (implies --batch)'
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s q -d 'No header line (batch text)'

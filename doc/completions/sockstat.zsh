@@ -44,7 +44,6 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '-u[Only Unix domain sockets (with -4 or -6\: those families and Unix)]' \
 '-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
 '-s[Show the STATE column]' \
 '-n[Show numeric uids (no user name lookup)]' \
@@ -65,9 +64,10 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
 '--csv[CSV with a header row]' \
 '(--summary --csv)--events[Watch for sockets that open and close\: one line each ('\''+'\'' opened, '\''-'\'' closed, with the holders), or JSON lines with --json; the first refresh is the baseline. Implies --watch]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)]' \
 '-h[Print help]' \
 '--help[Print help]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
 '-V[Print version]' \
 '--version[Print version]' \
 ":: :_sockstat_commands" \
@@ -110,7 +110,7 @@ _arguments "${_arguments_options[@]}" : \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
-'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
+'--connected-to=[Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c]:LISTENERS:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
@@ -128,11 +128,11 @@ never\:"Never"))' \
 '--count=[Stop after N refreshes. Implies --watch]:N:_default' \
 '-4[Only IPv4 sockets (with -6\: IPv4 and IPv6)]' \
 '-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
-'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
-'-l[Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)]' \
+'-l[Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)]' \
 '--exact-locks[As root, read whether the application set SO_SNDBUF/SO_RCVBUF exactly (SO_BUF_LOCK) for the connections a buffer finding names, instead of inferring it\: duplicates each such socket fd from its process for an instant (pidfd_getfd) and closes it at once]' \
 '--json[One JSON document (doc/diagnose.schema.json)]' \
 '-v[Print details with every warning]' \
@@ -160,13 +160,13 @@ _arguments "${_arguments_options[@]}" : \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
-'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
+'--connected-to=[Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c]:LISTENERS:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--duration=[Stop after SECONDS (default\: run until Ctrl-C or SIGTERM)]:SECONDS:_default' \
 '-4[Only IPv4 sockets (with -6\: IPv4 and IPv6)]' \
 '-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
 '--stats[At the end, a summary per side, command and destination\: connections, failures, connect latency (client) or accept wait (server) percentiles and log2 histogram, SYN retransmits, bytes, and where the TIME-WAIT entries were left]' \
 '--json[JSON Lines\: one object per event (schema version 1), and with --stats the summary as one object on the last line]' \
@@ -183,23 +183,23 @@ _arguments "${_arguments_options[@]}" : \
 '--dport=[Only Internet sockets whose remote port is in PORTS (as -p)\: the server port a client connected to]:PORTS:_default' \
 '--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
 '--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
-'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default\: all the kernel has except packet and netlink, and the sockets no table lists]:PROTOS:_default' \
 '--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
-'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
+'--connected-to=[Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c]:LISTENERS:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--cookie=[Only sockets with these kernel cookies (comma-separated, as "cookie" in --json)]:COOKIES:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"
 never\:"Never"))' \
+'-P+[Protocols\: tcp, udp (comma-separated; the only ones a socket can be closed for). Default\: both]:PROTOS:_default' \
 '-4[Only IPv4 sockets (with -6\: IPv4 and IPv6)]' \
 '-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
-'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
-'-l[Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)]' \
+'-l[Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
 '--dry-run[List what would be closed, close nothing]' \
 '-y[Close without asking (needed when standard input or output is not a terminal)]' \
@@ -229,7 +229,7 @@ never\:"Never"))' \
 '--count=[Stop after N refreshes. Implies --watch]:N:_default' \
 '-4[Only IPv4 sockets (with -6\: IPv4 and IPv6)]' \
 '-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '--json[One JSON document\: {"version"\:1,"range","settings","time_wait","interval_s", "destinations"\:\[{"local_address","remote_address","remote_port","count","states", "usage",...}\],"servers","server_counters","warnings"}]' \
 '-q[Do not print the header lines]' \
 '-v[Print details with every warning]' \
@@ -261,7 +261,7 @@ _arguments "${_arguments_options[@]}" : \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
 '--command=[Only sockets whose holder'\''s command name is NAME (a glob when it has * or ?)]:NAME:_default' \
-'--connected-to=[Only the connections to these listeners, seen from both ends, whatever the transport\: ports (5432) and unix listeners by path (/run/postgresql/.s.PGSQL.5432) or abstract name (@name), comma-separated. Implies -c]:LISTENERS:_default' \
+'--connected-to=[Only the connections to these listening ports (e.g. 5432,8000-8100), seen from both ends. Implies -c]:LISTENERS:_default' \
 '(-Z)-z+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '(-Z)-j+[Only this zone (network namespace)\: a name from -Z (global, an \`ip netns\` name, a container or pod name), a container id prefix, or a namespace inode. Its sockets, counters and sysctls are read inside it]:ZONE:_default' \
 '--source=[Where the socket table comes from]:SOURCE:((auto\:"sock_diag netlink, falling back to /proc/net text for any family whose dump fails"
@@ -278,11 +278,11 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '--duration=[How long to trace, in seconds from the connection'\''s first sample, and how long to wait for one to match (the trace also ends when the connection closes or on Ctrl-C; what was sampled is still drawn)]:SECONDS:_default' \
 '-4[Only IPv4 sockets (with -6\: IPv4 and IPv6)]' \
 '-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
-'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
-'-l[Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT)]' \
+'-l[Only listening sockets (TCP LISTEN; for kill, bound unconnected UDP sockets too)]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)]' \
 '--json[Print each sample as a JSON line on stdout as it is taken, then one line with the connection and the summary]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -321,9 +321,9 @@ never\:"Never"))' \
 '-6[Only IPv6 sockets (with -4\: IPv4 and IPv6)]' \
 '-c[Only connected sockets (with a remote end\: ESTABLISHED, SYN_SENT, ..., TIME_WAIT, connected datagram and unix sockets)]' \
 '-l[Only listening sockets (TCP LISTEN, bound unconnected datagram sockets, unix listeners)]' \
-'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1). Unix sockets are not affected (as FreeBSD'\''s -L)\: add -4 -6 to see only the network]' \
+'-L[Hide Internet sockets whose local or remote address is loopback (127/8, \:\:1)]' \
 '-Z[Every zone (network namespace) on the host, each read inside it (a ZONE column or field names each row'\''s)]' \
-'--no-owners[Skip the /proc owner scan (fastest; process columns show '\''?'\'')]' \
+'--no-owners[Skip the /proc owner scan (fastest)\: no process is named (owners_status "not_requested" in JSON; the listing leaves out its COMMAND, PID and FD columns)]' \
 '-b[Write refreshes to standard output instead of the screen (text as top -b, or --json)]' \
 '--batch[Write refreshes to standard output instead of the screen (text as top -b, or --json)]' \
 '--json[One JSON object per refresh and line (implies --batch)]' \

@@ -464,7 +464,7 @@ def diagnose(
 
     The document ``sockstat diagnose --json`` prints (:class:`DiagnoseReport`): two samples
     ``interval`` seconds apart of every selected connection's ``tcp_info`` and socket memory,
-    with this namespace's counters and sysctls, judged by the rules of doc/diagnostics.md
+    with this namespace's counters and sysctls, judged by the rules of doc/diagnose.md
     (send buffer, peer window, window scaling, a receiver that does not read, delayed ACKs,
     retransmissions, listen queue, TIME-WAIT, ephemeral ports, memory pressure). Each finding
     has its ``rule``, ``severity``, ``socket``, ``summary``, ``evidence`` and ``advice``.

@@ -21,8 +21,9 @@ fn bandwidth(s: &str) -> Result<f64, String> {
 
 /// Flags of `sockstat diagnose`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_args(crate::cli::inet_only_help))]
 #[command(after_help = concat!("\
-Findings (doc/diagnostics.md): send-buffer-limited, receive-window-limited,
+Findings (doc/diagnose.md): send-buffer-limited, receive-window-limited,
 window-scaling-missing, receive-buffer-locked, receiver-not-reading, delayed-ack,
 memory-pressure, ephemeral-ports, timewait-syn-rejected, listen-overflow, retransmissions,
 close-wait.
@@ -80,6 +81,7 @@ pub fn run(
     err: &mut dyn Write,
     waits: Waits,
 ) -> anyhow::Result<ExitCode> {
+    a.filters.connected_to.ports_only("diagnose")?;
     let q = crate::cli::query(&[&a.filters, &a.source])?;
     let mut how = Diagnosis::default();
     how.bandwidth = a.bandwidth;

@@ -26,6 +26,7 @@ const MAX_BACKLOG: usize = 500_000;
 
 /// Flags of `sockstat events`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_args(crate::cli::inet_only_help))]
 #[command(after_help = concat!("\
 One line per TCP connection event, as the kernel sees it: 'connect' when a connect() completes,
 'accept' when a process takes a connection off a listener's queue, 'close' when a connection
@@ -209,6 +210,7 @@ impl Run<'_> {
 
 /// Runs `sockstat events`.
 pub fn run(a: &EventsArgs) -> anyhow::Result<ExitCode> {
+    a.filters.connected_to.ports_only("events")?;
     let q = crate::cli::query(&[&a.filters])?;
     let zones = ZoneScope::new(&q)?;
     let stop = crate::watch::stop_flag()?;

@@ -31,6 +31,10 @@ fn cookies(s: &str) -> Result<List<u64>, String> {
 
 /// Flags of `sockstat kill`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_args(crate::cli::inet_only_help))]
+#[command(mut_arg("protos", |a| a.help(
+    "Protocols: tcp, udp (comma-separated; the only ones a socket can be closed for). Default: both"
+)))]
 #[command(after_help = concat!("\
 Only TCP and UDP sockets, in the states the filters select (ANDed, as in the listing). Sockets
 with no remote end (LISTEN, unconnected UDP) only with -l or when --state names their state.
@@ -106,6 +110,7 @@ fn query(a: &KillArgs) -> anyhow::Result<sockstat::Query> {
         source: SourceArg::Netlink,
         ..SourceArgs::default()
     };
+    f.connected_to.ports_only("kill")?;
     let mut q = crate::cli::query(&[f, &source])?;
     q.families.unix = false;
     if !q.families.inet && !q.families.inet6 {

@@ -33,9 +33,10 @@ pub enum Command {
     ///
     /// Samples every TCP connection twice, --interval apart (tcp_info, socket memory), with the
     /// namespace's counters and sysctls, and reports what limits each one: a send buffer or
-    /// receive window too small for the path, window scaling missing, a receiver that does not
-    /// read, delayed ACKs, retransmissions, a full listen queue, TIME-WAIT trouble, ephemeral
-    /// ports, TCP memory pressure. Each finding names the connection and its process, gives the
+    /// receive window too small for the path, window scaling missing, a locked receive buffer,
+    /// a receiver that does not read, delayed ACKs, retransmissions, a full listen queue,
+    /// TIME-WAIT trouble, ephemeral ports, TCP memory pressure, connections left in CLOSE_WAIT.
+    /// Each finding names the connection and its process, gives the
     /// numbers behind it and the change to make. Exit status 1 when something at warning level
     /// or above was found.
     Diagnose(Box<diagnose::DiagnoseArgs>),

@@ -1,5 +1,5 @@
 //! `sockstat ports`: ephemeral-port use by destination, TIME-WAIT on the client and the server
-//! side, and the settings that decide whether ports can be reused (doc/calibration.md, R7 and R8).
+//! side, and the settings that decide whether ports can be reused (doc/reference/calibration.md, R7 and R8).
 //! The use case is `sockstat::run::ports` (sampling, analysis, who opened the connections);
 //! this file owns the flags, the rendering and the exit status.
 

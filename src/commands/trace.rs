@@ -27,6 +27,7 @@ fn sample_interval(s: &str) -> Result<f64, String> {
 
 /// Flags of `sockstat trace`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_args(crate::cli::inet_only_help))]
 #[command(after_help = concat!("\
 The filters must select exactly one TCP connection (not a listener). Both ends of a loopback
 connection match its port: pick one with --sport or --dport, --id (sockstat -i shows it) or
@@ -116,6 +117,7 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     }
+    a.filters.connected_to.ports_only("trace")?;
     let mut q = crate::cli::query(&[&a.filters, &a.source])?;
     q.narrow_to_tcp_internals()?;
     // Owners are read once, to name the connection; the samples need only the dump (unless an

@@ -70,6 +70,46 @@ fn exact_messages() {
     );
 }
 
+/// The views that see Internet sockets only refuse a unix listener in `--connected-to` (it would
+/// match nothing: an empty answer that looks like "no connections"), and their help does not
+/// offer unix sockets; the listing takes both.
+#[test]
+fn views_of_internet_sockets_refuse_unix_listeners_and_do_not_offer_them() {
+    for view in ["kill", "diagnose", "events"] {
+        assert_eq!(
+            bad(&[view, "--connected-to", "5432,@sockstat-test"]),
+            format!(
+                "sockstat: --connected-to @sockstat-test: '{view}' sees Internet sockets only; \
+                 name listening ports"
+            )
+        );
+    }
+    assert_eq!(
+        bad(&[
+            "trace",
+            "--json",
+            "--connected-to",
+            "/run/sockstat-test.sock"
+        ]),
+        "sockstat: --connected-to /run/sockstat-test.sock: 'trace' sees Internet sockets only; \
+         name listening ports"
+    );
+    for view in ["kill", "diagnose", "events", "trace", "ports"] {
+        let out = sockstat(&[view, "--help"]).run().no_panic();
+        assert_eq!(out.code, Some(0), "{view}: {out:#?}");
+        assert!(out.stdout.contains("\n  -L\n"), "{view}: {}", out.stdout);
+        assert!(
+            !out.stdout.to_lowercase().contains("unix"),
+            "{view} --help offers unix sockets:\n{}",
+            out.stdout
+        );
+    }
+    let out = sockstat(&["--help"]).run().no_panic();
+    let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("unix listeners by path"), "{words}");
+    assert!(words.contains("Unix sockets are not affected"), "{words}");
+}
+
 #[test]
 fn every_bad_value_is_named() {
     let cases: &[(&[&str], &str)] = &[

@@ -8,7 +8,7 @@
 //! The traffic is `sockstat-netlab`'s (blocking writers, as applications write), over its TUN
 //! delay line. Needs root (namespaces, TUN, tc): otherwise every test prints a SKIPPED line and
 //! passes. The cases run one at a time (one lock). No check is retried: a rule that holds only
-//! on a quiet machine is a defect (doc/diagnostics.md, Calibration).
+//! on a quiet machine is a defect (doc/diagnose.md, Calibration).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -291,7 +291,7 @@ pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// The 20 ms, 20 Mbit/s path of doc/calibration.md#experiments (scaled down from 100 Mbit/s to
+/// The 20 ms, 20 Mbit/s path of doc/reference/calibration.md#experiments (scaled down from 100 Mbit/s to
 /// spare the CPU).
 pub(crate) fn wan(tag: &str, seed: u8, loss: f64, rate_bits: u64) -> Path {
     Path::new(
@@ -311,7 +311,7 @@ pub(crate) const RATE: u64 = 20_000_000;
 const RATE_BYTES: f64 = RATE as f64 / 8.0;
 
 // ---------------------------------------------------------------------------------------------
-// Seed 001 cases
+// Case 001 cases
 
 /// Experiment B: SO_SNDBUF 16 KiB at 20 ms.
 #[test]
@@ -688,7 +688,7 @@ fn retransmissions_on_a_lossy_path() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 003: a SYN for a tuple the server still holds in TIME-WAIT
+// Case 003: a SYN for a tuple the server still holds in TIME-WAIT
 
 fn checksum(data: &[u8]) -> u16 {
     let mut sum = 0u32;

@@ -2,7 +2,7 @@
 //! and once under BBR: real traffic over a lab path with delay, a rate limit and a bottleneck
 //! queue, `sockstat diagnose --json` in both namespaces, and the verdict a TCP expert expects
 //! per flow and per side. No retries: the calibration command runs the same scenarios ten times
-//! each (doc/diagnostics.md), and a rule must be right in at least nine of them.
+//! each (doc/reference/calibration.md, "Matrix results"), and a rule must be right in at least nine of them.
 //!
 //! Needs root (namespaces, TUN devices): otherwise every test prints a SKIPPED line. The
 //! scenarios run one at a time (they measure throughput).

@@ -3,7 +3,7 @@
 //! long-lived socket with its true holder, and never attribute a socket to a process that did
 //! not hold it.
 //!
-//! To make pid reuse happen during the scans (doc/linux.md#process-owners), everything runs in a
+//! To make pid reuse happen during the scans (doc/reference/linux.md#process-owners), everything runs in a
 //! pid namespace of its own (`unshare --pid --fork --mount-proc --kill-child`) whose `pid_max` (per
 //! namespace since Linux 6.14) is set to 340: pids then cycle through 301..339, and the churn
 //! reuses each of them every ~40 forks, several times per sockstat run. Inside, this test binary

@@ -26,6 +26,7 @@ mod diagnose_cli;
 mod diagnose_live;
 mod diagnose_matrix;
 mod diagnose_zones;
+mod docs;
 mod events;
 mod exit_status;
 mod filter_equivalence;

@@ -42,7 +42,8 @@ fn run(c: &mut Command) -> String {
 /// The installed files a text names, as paths under the package's root: absolute paths under
 /// /usr/share/doc, /usr/lib and /usr/bin (also in `file://` URLs; paths under /etc are the
 /// administrator's to make), `man:sockstat(1)`, and
-/// `doc/NAME.md` or `doc/NAME.json`, which the package keeps under its documentation directory.
+/// `doc/<name>.md`, `doc/<name>.json` or `doc/reference/<name>.md`, which the package keeps under its
+/// documentation directory.
 fn referenced_files(text: &str) -> Vec<String> {
     let mut out = vec![];
     let cut = |s: &str| -> String {
@@ -59,7 +60,11 @@ fn referenced_files(text: &str) -> Vec<String> {
             out.push(cut(w).trim_start_matches('/').to_string());
         } else if let Some(i) = w.find("doc/") {
             let rest = cut(&w[i + 4..]);
-            if (rest.ends_with(".md") || rest.ends_with(".json")) && !rest.contains('/') {
+            let depth_ok = !rest.contains('/')
+                || rest
+                    .strip_prefix("reference/")
+                    .is_some_and(|r| !r.contains('/'));
+            if (rest.ends_with(".md") || rest.ends_with(".json")) && depth_ok {
                 out.push(format!("{DOC}/doc/{rest}"));
             }
         }
@@ -213,19 +218,24 @@ fn deb_installs_the_binary_man_page_completions_docs_and_the_exporter_unit() {
     };
     assert_eq!(text, repo("CHANGELOG.md"));
     assert!(installed(&format!("{DOC}/copyright")).exists());
-    // doc/ as in the source, so that the references below resolve.
-    for e in std::fs::read_dir(Path::new(ROOT).join("doc")).expect("doc/") {
-        let name = e
-            .expect("entry")
-            .file_name()
-            .into_string()
-            .expect("UTF-8 name");
-        if name.ends_with(".md") || name.ends_with(".json") {
-            let to = format!("{DOC}/doc/{name}");
-            let got = std::fs::read(installed(&to)).unwrap_or_else(|e| panic!("{to}: {e}"));
-            assert_eq!(got, repo(&format!("doc/{name}")), "{to}");
+    // doc/ and doc/reference/ as in the source, so that the references below resolve.
+    let mut docs = 0;
+    for dir in ["doc", "doc/reference"] {
+        for e in std::fs::read_dir(Path::new(ROOT).join(dir)).expect(dir) {
+            let name = e
+                .expect("entry")
+                .file_name()
+                .into_string()
+                .expect("UTF-8 name");
+            if name.ends_with(".md") || name.ends_with(".json") {
+                let to = format!("{DOC}/{dir}/{name}");
+                let got = std::fs::read(installed(&to)).unwrap_or_else(|e| panic!("{to}: {e}"));
+                assert_eq!(got, repo(&format!("{dir}/{name}")), "{to}");
+                docs += 1;
+            }
         }
     }
+    assert!(docs >= 10, "{docs} documents under doc/");
     // Every file the installed man page, unit, defaults and examples name is installed.
     let man = String::from_utf8(gunzip(&installed("usr/share/man/man1/sockstat.1.gz")))
         .expect("UTF-8 man page");

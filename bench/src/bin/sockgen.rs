@@ -6,7 +6,7 @@
 //! `--netns`: build the table in a network namespace of its own (unshare(CLONE_NEWNET), `lo`
 //! up), as a container would hold it; `sockbench serve` starts one sockgen per zone this way.
 //!
-//! Workload (fractions of N, as in doc/BENCHMARKS.md and the baseline study):
+//! Workload (fractions of N, as in doc/reference/BENCHMARKS.md and the baseline study):
 //!   TCP listeners 2 %, established loopback pairs 40 % (20 % of N connections, each
 //!   with its client and server end in two different processes), TIME_WAIT 5 %,
 //!   UDP 10 % (4/5 bound, 1/5 connected), unix stream 30 % (listeners with a path or an

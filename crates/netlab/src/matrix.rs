@@ -271,7 +271,7 @@ fn bulk(lab: &Lab, spec: BulkSpec) -> io::Result<Bulk> {
 
 /// A sender with a small SO_SNDBUF writing 16 KiB at a time, beside `competitors` bulk flows.
 /// `nagle`: Nagle's algorithm stays on (most servers turn it off with TCP_NODELAY; with it on,
-/// a non-pacing congestion control lets the send queue grow past SO_SNDBUF, doc/diagnostics.md).
+/// a non-pacing congestion control lets the send queue grow past SO_SNDBUF, doc/diagnose.md).
 fn small_sndbuf(
     lab: &Lab,
     cc: Cc,
@@ -510,7 +510,7 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario {
             name: "sndbuf-20ms",
             about:
-                "doc/seeds.md#send-buffer: SO_SNDBUF 16 KiB at 20 ms (16 KiB writes, TCP_NODELAY, as a database \
+                "doc/reference/cases.md#send-buffer: SO_SNDBUF 16 KiB at 20 ms (16 KiB writes, TCP_NODELAY, as a database \
                     server), alone on a 50 Mbit/s path; the sender is send-buffer-limited, the \
                     receiver has nothing to fix",
             path: path(10, DEEP, 0.0),
@@ -524,7 +524,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "sndbuf-150ms",
-            about: "doc/seeds.md#send-buffer, the proxy: SO_SNDBUF 32 KiB at 150 ms, alone",
+            about: "doc/reference/cases.md#send-buffer, the proxy: SO_SNDBUF 32 KiB at 150 ms, alone",
             path: path(75, DEEP, 0.0),
             sysctls: &[],
             start: |l, cc| small_sndbuf(l, cc, 32 * 1024, 0, false),
@@ -637,7 +637,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "rcvbuf-50ms",
-            about: "doc/seeds.md#receive-buffer: the receiver sets SO_RCVBUF 64 KiB before listen() at 50 ms: the \
+            about: "doc/reference/cases.md#receive-buffer: the receiver sets SO_RCVBUF 64 KiB before listen() at 50 ms: the \
                     receiver is told to fix its buffer, the sender is told the peer's window \
                     limits it",
             path: path(25, DEEP, 0.0),
@@ -696,7 +696,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "not-reading",
-            about: "doc/seeds.md#receiver-not-reading: the receiving application stops reading: zero window; named on \
+            about: "doc/reference/cases.md#receiver-not-reading: the receiving application stops reading: zero window; named on \
                     both sides (the sender's data is stuck, the receiver's process does not read)",
             path: path(10, DEEP, 0.0),
             sysctls: &[],
@@ -712,7 +712,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "no-wscale",
-            about: "doc/seeds.md#long-path-through-lvs: the server side has window scaling off, 50 ms: the sender's \
+            about: "doc/reference/cases.md#long-path-through-lvs: the server side has window scaling off, 50 ms: the sender's \
                     window is capped at 64 KiB; the server's namespace is told to turn it on",
             path: path(25, DEEP, 0.0),
             sysctls: &[(B, "net.ipv4.tcp_window_scaling", "0")],
@@ -728,7 +728,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "delayed-ack",
-            about: "doc/seeds.md#delayed-ack: write-write-read with Nagle on at 20 ms: the peer's delayed ACK \
+            about: "doc/reference/cases.md#delayed-ack: write-write-read with Nagle on at 20 ms: the peer's delayed ACK \
                     holds every second write",
             path: PathSpec::delay(Duration::from_millis(10)),
             sysctls: &[],
@@ -769,7 +769,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "ephemeral-ports",
-            about: "doc/seeds.md#seed-003: a client closing first churns through a 64-port range faster than \
+            about: "doc/reference/cases.md#case-003-an-illumos-time-wait-review: a client closing first churns through a 64-port range faster than \
                     TIME-WAIT frees it",
             path: PathSpec::delay(Duration::from_millis(1)),
             sysctls: &[
@@ -785,7 +785,7 @@ pub fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "timewait-syn",
-            about: "doc/seeds.md#seed-003, its pathology: SYNs (from clients behind a NAT) for tuples the server \
+            about: "doc/reference/cases.md#case-003-an-illumos-time-wait-review, its pathology: SYNs (from clients behind a NAT) for tuples the server \
                     still holds in TIME-WAIT",
             path: PathSpec::delay(Duration::from_millis(1)),
             sysctls: &[(B, "net.ipv4.tcp_rfc1337", "1")],

@@ -277,7 +277,7 @@ impl Bulk {
             holder.hold(&c)?;
             // Blocking writes with no timeout: a writer that blocks is woken only once the send
             // buffer has room (a write() retried after a timeout re-enters tcp_sendmsg and may
-            // append to the unsent tail past SO_SNDBUF, doc/diagnostics.md).
+            // append to the unsent tail past SO_SNDBUF, doc/diagnose.md).
             let chunk = vec![0x5au8; spec.write_size.max(1)];
             let mut next = Instant::now();
             while !s.done() {

@@ -1,5 +1,5 @@
 //! Prints every listening port with the processes behind it: what the seed library's
-//! `GetOpenPorts` was meant to be (listeners only, every holder; doc/seeds.md#seed-002).
+//! `GetOpenPorts` was meant to be (listeners only, every holder; doc/reference/cases.md#case-002-linux-open-ports).
 //!
 //! Run with `cargo run -p sockstat --example open_ports`.
 

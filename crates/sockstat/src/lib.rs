@@ -154,7 +154,7 @@ pub fn collect(query: &Query) -> Result<Snapshot, Error> {
 }
 
 /// With `SOCKSTAT_TIMINGS` set, prints on stderr how long `phase` took since the library's last
-/// timing line (the benchmark's fixed-cost breakdown; doc/BENCHMARKS.md). Unset: nothing.
+/// timing line (the benchmark's fixed-cost breakdown; doc/reference/BENCHMARKS.md). Unset: nothing.
 #[doc(hidden)]
 pub fn timing_mark(phase: &str) {
     sys::timing::mark(phase);

@@ -22,7 +22,7 @@ pub(crate) fn parts(len: usize, threshold: usize, max: usize) -> usize {
 
 /// The largest table whose sort is split over the cores: merging the parts copies half the
 /// sort's items aside, 16 MB at a million sockets, against the big tables' memory budget
-/// (doc/BENCHMARKS.md, "Big tables"). Past it the sort runs in place on one thread.
+/// (doc/reference/BENCHMARKS.md, "Big tables"). Past it the sort runs in place on one thread.
 pub(crate) const PARALLEL_MAX: usize = 262_144;
 
 /// Sorts `items` as `sort_unstable_by` would (the order of equal items aside), in `parts`

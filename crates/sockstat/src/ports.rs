@@ -1,5 +1,5 @@
-//! Ephemeral-port use and TIME-WAIT accumulation (doc/calibration.md, R7 and R8; the
-//! incident of doc/seeds.md#seed-003): which destinations use how much of
+//! Ephemeral-port use and TIME-WAIT accumulation (doc/reference/calibration.md, R7 and R8; the
+//! incident of doc/reference/cases.md#case-003-an-illumos-time-wait-review): which destinations use how much of
 //! `net.ipv4.ip_local_port_range`, how long their TIME-WAIT entries stay, how fast new ones appear,
 //! and, on the server side, which clients leave TIME-WAIT entries on a listening port.
 //!

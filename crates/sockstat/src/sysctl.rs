@@ -3,7 +3,7 @@
 //!
 //! Most values are per network namespace (those of the thread that reads `/proc/sys`); the
 //! [`GLOBAL`] ones are the host's wherever they are read from (and `tcp_mem` is shown only in
-//! the initial namespace). doc/linux.md#sysctls describes each.
+//! the initial namespace). doc/reference/linux.md#sysctls describes each.
 
 use crate::query::PortSet;
 

@@ -1,5 +1,5 @@
 //! One TCP connection over time, from the kernel's own numbers: what `sockstat trace` samples
-//! and draws (doc/seeds.md#seed-001 needed a packet capture and Wireshark's tcptrace graph for
+//! and draws (doc/reference/cases.md#case-001-tcp-windows-and-buffers needed a packet capture and Wireshark's tcptrace graph for
 //! this).
 //!
 //! A [`Point`] is taken from one [`Socket`] gathered with `tcp_info` and socket memory

@@ -790,7 +790,7 @@ mod tests {
 
     #[test]
     fn either_port_matches_the_tested_encoding() {
-        // doc/linux.md#kernel-filters: `[S_EQ,8,12][0,0,P][JMP,4,12][D_EQ,8,12][0,0,P]`.
+        // doc/reference/linux.md#kernel-filters: `[S_EQ,8,12][0,0,P][JMP,4,12][D_EQ,8,12][0,0,P]`.
         let p = 8080u16;
         let prog = compile(&either_port_in(&[(p, p)]));
         let mut want = Vec::new();

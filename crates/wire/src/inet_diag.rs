@@ -160,7 +160,7 @@ pub struct InetDiagReq {
     /// protocol to match. 0 otherwise.
     pub raw_protocol: u8,
     /// `idiag_states`: bit `1 << TCP_STATE` per state to dump; `u32::MAX` for all (on 6.8+ that
-    /// includes bound-inactive TCP sockets, doc/linux.md#state-mask).
+    /// includes bound-inactive TCP sockets, doc/reference/linux.md#state-mask).
     pub states: u32,
     /// `id.idiag_sport`: if non-zero, only sockets with this local port (a cheap kernel
     /// prefilter).

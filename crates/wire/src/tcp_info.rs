@@ -35,7 +35,7 @@ pub mod opt {
     pub const TFO_CHILD: u8 = 128;
 }
 
-/// `sizeof(struct tcp_info)` by the kernel release that last grew it (doc/linux.md#size-by-kernel;
+/// `sizeof(struct tcp_info)` by the kernel release that last grew it (doc/reference/linux.md#size-by-kernel;
 /// the version is the first iproute2 release whose UAPI header had the field).
 ///
 /// Use the length received, never `uname`, to decide what exists: distributions backport.
@@ -93,7 +93,7 @@ macro_rules! fields {
 }
 
 impl TcpInfo {
-    /// `sizeof(struct tcp_info)` on Linux 6.18 (BTF of the running kernel, doc/linux.md#layout).
+    /// `sizeof(struct tcp_info)` on Linux 6.18 (BTF of the running kernel, doc/reference/linux.md#layout).
     pub const SIZE_6_18: usize = 280;
 
     /// Copies `min(b.len(), 280)` bytes into a zeroed buffer and remembers `b.len()` (capped at

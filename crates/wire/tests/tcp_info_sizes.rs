@@ -103,7 +103,7 @@ fn tiny_and_empty() {
 
 #[test]
 fn bytes_276_to_280_are_not_decoded() {
-    // The 7.0 layout change (doc/linux.md#kernel-versions): no accessor may read them.
+    // The 7.0 layout change (doc/reference/linux.md#kernel-versions): no accessor may read them.
     assert!(FIELDS.iter().all(|&(_, off, size)| off + size <= 276));
     let mut b = vec![0u8; 280];
     b[276..].copy_from_slice(&[0xff; 4]);

@@ -4,9 +4,9 @@
 //! table in that file (between its `<!-- calibration:begin -->` and `<!-- calibration:end -->`
 //! markers; `--busy` runs go between the `calibration-busy` markers).
 //!
-//! One command regenerates doc/diagnostics.md's table (as root, from the workspace root):
+//! One command regenerates doc/reference/calibration.md's table (as root, from the workspace root):
 //!
-//!     cargo run --release -p sockstat-netlab --bin calibrate -- --runs 10 --doc doc/diagnostics.md
+//!     cargo run --release -p sockstat-netlab --bin calibrate -- --runs 10 --doc doc/reference/calibration.md
 //!
 //! It builds `target/release/sockstat` first (unless `--sockstat PATH` is given). `--raw FILE`
 //! saves every run (both diagnose documents, the listings before and after, what the

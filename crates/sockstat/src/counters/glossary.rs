@@ -48,7 +48,7 @@ const fn g(group: &'static str, name: &'static str, text: &'static str) -> Meani
 
 /// The meanings table: RFC 4293/4022/4113 MIB counters and the Linux extensions of
 /// `net/ipv4/proc.c` (`snmp4_net_list`) and `include/uapi/linux/snmp.h`, with the trouble flags
-/// for drops, overflows, timeouts and rejects (the rules' counters: doc/linux.md#counters).
+/// for drops, overflows, timeouts and rejects (the rules' counters: doc/reference/linux.md#counters).
 pub static MEANINGS: &[Meaning] = &[
     // Ip (RFC 4293)
     g(

@@ -2,7 +2,7 @@
 //! [`CounterSet`], their deltas over an interval, and what each well-known counter means.
 //!
 //! Pure: the files are read by `sys::counters`; this module pairs names with values
-//! (always by name: kernels insert new names in the middle of a line, doc/linux.md#counters),
+//! (always by name: kernels insert new names in the middle of a line, doc/reference/linux.md#counters),
 //! subtracts, sorts and explains. It never reads the system and never prints.
 
 use std::collections::BTreeMap;
@@ -219,7 +219,7 @@ impl CounterRow {
 }
 
 /// The counters report: rows sorted smallest first, the biggest movers last (as
-/// doc/seeds.md#seed-003's DTrace aggregation prints them, so they sit just above the prompt).
+/// doc/reference/cases.md#case-003-an-illumos-time-wait-review's DTrace aggregation prints them, so they sit just above the prompt).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct CounterReport {

@@ -4,7 +4,7 @@
 //! that stay in CLOSE_WAIT are a descriptor leak that ends in `EMFILE`, and the peer's side
 //! lingers in FIN_WAIT2 until its own timeout.
 //!
-//! Case: doc/diagnostics.md#r11-close-wait. A single connection in CLOSE_WAIT across one
+//! Case: doc/diagnose.md#close-wait-r11. A single connection in CLOSE_WAIT across one
 //! interval is ordinary (an idle pooled connection the server closed, noticed at its next use),
 //! so the rule counts, per process and port, the connections that were in CLOSE_WAIT at both
 //! samples, and speaks from [`PILEUP`] of them: one finding per process and port, with a count,

@@ -1,7 +1,7 @@
 //! R5, `delayed-ack`: delayed ACKs inflate a request/response connection's latency (the
 //! Nagle + delayed-ACK interaction of a write-write-read pattern).
 //!
-//! Case: doc/seeds.md#delayed-ack (doc/seeds.md#delayed-ack), doc/calibration.md
+//! Case: doc/reference/cases.md#delayed-ack (doc/reference/cases.md#delayed-ack), doc/reference/calibration.md
 //! experiment G and the diagnosis matrix's `delayed-ack` and `rr-nodelay` scenarios:
 //! the client's srtt 41.7 ms against min_rtt 20.3 ms, rttvar 22 ms; the server's
 //! TcpExtDelayedACKs +59 for 60 requests, ato 40 ms. With TCP_NODELAY: srtt 20.5 ms (no finding).

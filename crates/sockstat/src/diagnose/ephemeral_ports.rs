@@ -9,7 +9,7 @@
 //! thresholds (50% warning, 80% critical of the usable range, exact in integers) and the texts.
 //! This rule turns its findings into diagnosis findings with their numbers as evidence.
 //!
-//! Case: doc/seeds.md#seed-003 (ports recycled while still in TIME-WAIT), reproduced with a
+//! Case: doc/reference/cases.md#case-003-an-illumos-time-wait-review (ports recycled while still in TIME-WAIT), reproduced with a
 //! 50-port range and 80 short connections: 30 EADDRNOTAVAIL, all 80 succeed with
 //! `tcp_tw_reuse=1` (TcpExtTWRecycled +80).
 //!

@@ -1,5 +1,5 @@
 //! What a connection saw over the interval, beyond one sample: the RTT it actually experienced
-//! (a ceiling judged against `min_rtt` alone assumes an idle path, doc/calibration.md#ceilings),
+//! (a ceiling judged against `min_rtt` alone assumes an idle path, doc/reference/calibration.md#ceilings),
 //! how full its send queue was in each sample, and whether its congestion window was full in
 //! both. Also [`Confidence`], how sure a finding is and why.
 
@@ -78,7 +78,7 @@ impl<'a> Flow<'a> {
     /// The RTT the sender saw over the interval, µs: the mean of the smoothed RTT in the two
     /// samples (each an average of the last several RTT samples, queueing delay included), and
     /// never below `min_rtt`. Behind a shared queue this is 2-5 × `min_rtt`
-    /// (doc/calibration.md#shared-path-matrix).
+    /// (doc/reference/calibration.md#shared-path-matrix).
     pub fn rtt_seen_us(&self) -> Option<u32> {
         let mean = match (srtt_us(self.before), srtt_us(self.after)) {
             (Some(a), Some(b)) => (u64::from(a) + u64::from(b)) / 2,
@@ -108,7 +108,7 @@ impl<'a> Flow<'a> {
 
     /// True when the send queue went more than `margin` bytes past the send buffer in either
     /// sample: the kernel let writes append past `sk_sndbuf` (a blocking writer can overshoot
-    /// it by one skb at most; doc/calibration.md#r1-send-buffer, "escape").
+    /// it by one skb at most; doc/reference/calibration.md#r1-send-buffer, "escape").
     pub fn send_queue_escaped(&self, margin: u64) -> bool {
         [self.before, self.after].iter().any(|s| {
             s.memory.as_deref().is_some_and(|m| {
@@ -119,7 +119,7 @@ impl<'a> Flow<'a> {
 
     /// True when the flight filled `share` of the congestion window in **both** samples: one
     /// sample's flight above its cwnd is no proof (BBR cuts cwnd below the flight after a loss
-    /// and drops it to 4 packets for PROBE_RTT, doc/calibration.md#shared-path-matrix).
+    /// and drops it to 4 packets for PROBE_RTT, doc/reference/calibration.md#shared-path-matrix).
     pub fn cwnd_full_in_both(&self, share: f64) -> bool {
         [self.before, self.after]
             .iter()

@@ -1,10 +1,10 @@
 //! R9, `listen-overflow`: a listener's accept queue is full (the service does not call
 //! accept() fast enough) or its SYN queue overflows; SYNs and handshakes are dropped.
 //!
-//! Case: doc/calibration.md experiment I (listen backlog 2, never accept(), 10 connects
+//! Case: doc/reference/calibration.md experiment I (listen backlog 2, never accept(), 10 connects
 //! with syncookies: LISTEN Recv-Q 3 > Send-Q 2, ListenOverflows +7, TCPReqQFullDoCookies +7,
 //! and 7 "ghost" connections the client believes are established); the drops behind
-//! doc/seeds.md#seed-003: connect stalls.
+//! doc/reference/cases.md#case-003-an-illumos-time-wait-review: connect stalls.
 //!
 //! For a LISTEN socket Recv-Q is the accept queue and Send-Q the backlog; the kernel calls the
 //! queue full when it holds more than the backlog (`sk_acceptq_is_full`).

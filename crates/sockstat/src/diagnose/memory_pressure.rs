@@ -2,7 +2,7 @@
 //! threshold (socket buffers are shrunk, send buffers stop growing) or its hard limit (new
 //! data is dropped). A host finding (socket null), with the sockets holding the most memory.
 //!
-//! Case: doc/seeds.md#tcp-memory; doc/calibration.md#r6-memory-pressure. `tcp_mem` and the TCP page
+//! Case: doc/reference/cases.md#tcp-memory; doc/reference/calibration.md#r6-memory-pressure. `tcp_mem` and the TCP page
 //! count (`/proc/net/sockstat` "TCP: ... mem N") are global, not per namespace.
 
 use super::*;

@@ -4,7 +4,7 @@
 //! `tcp_info` and socket memory, the namespace's MIB counters, `/proc/net/sockstat`'s TCP memory)
 //! and a [`Context`] (sysctls, the interval, an optional bottleneck bandwidth). [`evaluate`] joins
 //! the sockets by cookie, derives rates and shares over the interval ([`Flow`]), runs every rule
-//! (one module each, R1-R10 of doc/calibration.md) and returns [`Finding`]s sorted by severity.
+//! (one module each, R1-R10 of doc/reference/calibration.md) and returns [`Finding`]s sorted by severity.
 //!
 //! This module is pure: it never reads the system and never prints. Gathering is the caller's
 //! job (the `diagnose` command); rendering is [`crate::render::diagnose`].
@@ -12,7 +12,7 @@
 //! The tcp_info chronographs under-count, or stay at 0 (cubic in slow start never counts
 //! `sndbuf_limited`), so no rule fires on a share alone: each throughput rule requires the
 //! goodput to reach a large part of the ceiling its limit implies at the RTT the flow saw over
-//! the interval (limit / srtt, queueing included; doc/calibration.md#ceilings), and the limit
+//! the interval (limit / srtt, queueing included; doc/reference/calibration.md#ceilings), and the limit
 //! to matter on the path itself (limit / `min_rtt` below the bandwidth, when known, or below
 //! [`UNKNOWN_BANDWIDTH_CEILING`]). No finding states a ceiling below the rate it measured
 //! ([`Ceiling`]).
@@ -51,28 +51,28 @@ pub use retransmissions::{MeasuredConnects, SLOW_CONNECT_US};
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
 /// this share of the interval; below it a low goodput is the application's choice and no
-/// transport rule fires (doc/calibration.md#sampling-model).
+/// transport rule fires (doc/reference/calibration.md#sampling-model).
 pub const ACTIVE_BUSY_SHARE: f64 = 0.5;
 /// Goodput must reach this fraction of a limit's ceiling (the limit divided by the RTT the flow
 /// saw over the interval) before the limit is called binding. In the diagnosis matrix
-/// (doc/calibration.md#ceilings) flows bound by a buffer or window reached 0.62-1.37 of it
+/// (doc/reference/calibration.md#ceilings) flows bound by a buffer or window reached 0.62-1.37 of it
 /// under cubic and BBR, alone and behind shared queues; every healthy flow stayed at or below
 /// 0.36 (a large buffer a bulk sender keeps full).
 pub const CEILING_MATCH: f64 = 0.5;
 /// Without a known bottleneck bandwidth, a limit that allows this much (1 Gbit/s, in bytes/s) or
-/// more at the path's min RTT is not reported: the negative case of doc/seeds.md#receive-buffer
+/// more at the path's min RTT is not reported: the negative case of doc/reference/cases.md#receive-buffer
 /// (a small buffer at loopback RTT) allows gigabytes per second and "barely hurts".
 pub const UNKNOWN_BANDWIDTH_CEILING: f64 = 125_000_000.0;
 /// A ceiling below this (10 Mbit/s) on a path of at least [`SLOW_PATH_RTT_US`] is critical
-/// (doc/calibration.md#common-thresholds).
+/// (doc/reference/calibration.md#common-thresholds).
 pub const CRITICAL_CEILING: f64 = 1_250_000.0;
 /// See [`CRITICAL_CEILING`].
 pub const SLOW_PATH_RTT_US: u32 = 10_000;
 /// A ceiling below this share of the known bandwidth is critical
-/// (doc/calibration.md#common-thresholds).
+/// (doc/reference/calibration.md#common-thresholds).
 pub const CRITICAL_BANDWIDTH_SHARE: f64 = 0.5;
 
-/// The rules, by the id used in JSON (`"rule"`) and in doc/diagnostics.md.
+/// The rules, by the id used in JSON (`"rule"`) and in doc/diagnose.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum RuleId {
@@ -144,7 +144,7 @@ impl Serialize for RuleId {
     }
 }
 
-/// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, doc/linux.md#exact-locks).
+/// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, doc/reference/linux.md#exact-locks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufLock {
     /// SO_SNDBUF was set (SOCK_SNDBUF_LOCK).
@@ -340,7 +340,7 @@ impl Report {
 }
 
 /// One TCP socket seen in both samples, with the derived quantities of
-/// doc/calibration.md#sampling-model.
+/// doc/reference/calibration.md#sampling-model.
 #[derive(Debug, Clone, Copy)]
 pub struct Flow<'a> {
     /// The socket in the earlier sample.
@@ -461,7 +461,7 @@ fn ratio(part: u64, whole: u64) -> Option<f64> {
 
 /// The bottleneck bandwidth for a flow, bytes/s, and where it came from: the operator's
 /// `--bandwidth`, else the largest delivery rate not marked app-limited (a lower bound: a
-/// flow bound by a window or buffer cannot measure the path, doc/calibration.md#bandwidth-and-bdp).
+/// flow bound by a window or buffer cannot measure the path, doc/reference/calibration.md#bandwidth-and-bdp).
 pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static str)> {
     if let Some(b) = ctx.bandwidth {
         return Some((b, "operator"));
@@ -477,7 +477,7 @@ pub fn bandwidth_for(flow: &Flow<'_>, ctx: &Context) -> Option<(f64, &'static st
 /// The bandwidth to size a buffer for, when it says more than the ceiling already does: the
 /// operator's, or a measured one above what the limit allows at the path's min RTT (a measured
 /// rate at or below it gives a BDP no larger than today's limit: a sample taken while the limit
-/// or a queue held the flow, doc/calibration.md#bandwidth-and-bdp).
+/// or a queue held the flow, doc/reference/calibration.md#bandwidth-and-bdp).
 pub fn bandwidth_beyond(
     flow: &Flow<'_>,
     ctx: &Context,
@@ -488,7 +488,7 @@ pub fn bandwidth_beyond(
 
 /// What a limit (a buffer or a window: bytes a flow can carry per round trip) allows a flow
 /// that carried `goodput` over the interval: the one judgement R1, R2 and R4 share
-/// (doc/calibration.md#ceilings).
+/// (doc/reference/calibration.md#ceilings).
 ///
 /// The ceiling is the limit over the RTT the flow saw (S̄, the mean of two smoothed-RTT
 /// samples). Those samples are two instants, each the average of the last few ACKs; a flow
@@ -635,7 +635,7 @@ pub fn ceiling_matters(ceiling: f64, ctx: &Context) -> bool {
 }
 
 /// Severity of a throughput cap: critical when the ceiling is below half the known bandwidth,
-/// or below 10 Mbit/s on a path of 10 ms or more (doc/calibration.md#common-thresholds).
+/// or below 10 Mbit/s on a path of 10 ms or more (doc/reference/calibration.md#common-thresholds).
 pub fn cap_severity(ceiling: f64, min_rtt_us: u32, ctx: &Context) -> Severity {
     let vs_bw = ctx
         .bandwidth

@@ -1,10 +1,10 @@
 //! R4, `receive-buffer-locked`: this host's receive buffer is fixed (SO_RCVBUF) or cannot
 //! grow, and the window it allows caps a flow we receive.
 //!
-//! Case: the 8 KiB SO_RCVBUF of doc/seeds.md#receive-buffer ("the receive window depends on
-//! SO_RCVBUF"), reproduced in doc/calibration.md experiment E: the receiver had `rb = 16384` and
+//! Case: the 8 KiB SO_RCVBUF of doc/reference/cases.md#receive-buffer ("the receive window depends on
+//! SO_RCVBUF"), reproduced in doc/reference/calibration.md experiment E: the receiver had `rb = 16384` and
 //! `rcv_wscale = 0` where this host's sysctls imply 10. SO_RCVBUF set before listen()/connect()
-//! fixes the window scale at the handshake (doc/linux.md#lock-heuristics, heuristic 2); set later,
+//! fixes the window scale at the handshake (doc/reference/linux.md#lock-heuristics, heuristic 2); set later,
 //! `rb` stays at exactly 2N while the receiver's DRS estimate (`rcv_space`) wants more (heuristic
 //! 3). The seed's negative case (8 KiB at loopback RTT) has a ceiling far above any link and is not
 //! reported.
@@ -26,7 +26,7 @@ pub const RCV_CEILING_MATCH: f64 = 0.4;
 /// `rcv_space` at or above this share of `rb`: the receiver wants a larger buffer.
 pub const RCV_SPACE_SHARE: f64 = 0.5;
 /// The window the buffer allows, per byte of `rb`, when the kernel does not report `rcv_wnd`
-/// (before 6.2): `scaling_ratio` starts at 50% (doc/calibration.md#bandwidth-and-bdp).
+/// (before 6.2): `scaling_ratio` starts at 50% (doc/reference/calibration.md#bandwidth-and-bdp).
 pub const WINDOW_PER_RCVBUF: f64 = 0.5;
 
 /// The window-scale shift this namespace's sysctls give a socket whose buffer is not fixed:

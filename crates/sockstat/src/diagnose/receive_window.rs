@@ -1,9 +1,9 @@
 //! R2, `receive-window-limited` and `window-scaling-missing`: the peer's receive window caps
 //! throughput, with its three causes.
 //!
-//! Cases: doc/seeds.md#long-path-through-lvs, an LVS load balancer without window
+//! Cases: doc/reference/cases.md#long-path-through-lvs, an LVS load balancer without window
 //! scaling (window stuck at 64 KiB) and its small SO_RCVBUF receiver, reproduced in
-//! doc/calibration.md experiments D and E and by the diagnosis matrix (`no-wscale`,
+//! doc/reference/calibration.md experiments D and E and by the diagnosis matrix (`no-wscale`,
 //! `rcvbuf-50ms*`), alone and sharing a deep-queued bottleneck.
 //!
 //! A window-bound flow keeps about a window in flight, so it delivers about `snd_wnd` / RTT at
@@ -13,12 +13,12 @@
 //! healthy flow at most 0.25. Whether the window matters is judged at `min_rtt` (a window at or
 //! above the BDP is not the limit): on a loaded host a loopback flow's srtt is its wait for a CPU
 //! (36-550 µs against 2 µs), which made an 8 KiB window look like a 27-119 MB/s limit
-//! (doc/calibration.md#ceilings-under-load). The judgement is [`Ceiling`]'s.
+//! (doc/reference/calibration.md#ceilings-under-load). The judgement is [`Ceiling`]'s.
 //!
 //! - R2a `window-scaling-missing`: no WSCALE option and `snd_wnd <= 65535`.
 //! - R2b `receive-window-limited`, cause `peer-receive-buffer-fixed`: WSCALE set, the peer's
 //!   shift at most 2 and the window never above `65535 << shift` (the peer fixed SO_RCVBUF
-//!   before listen/connect, which fixes its shift at the handshake, doc/linux.md).
+//!   before listen/connect, which fixes its shift at the handshake, doc/reference/linux.md).
 //! - R2c `receive-window-limited`, cause `peer-window-small`: any other window below the BDP.
 //!
 //! Host findings (socket null): `net.ipv4.tcp_window_scaling=0` here caps every connection;
@@ -31,7 +31,7 @@ use send_buffer::owner_text;
 
 /// Share of busy time in `rwnd_limited` that suggests the window (window-bound flows showed
 /// 19-100%, BBR ones as little as 2%: hence the window-full test beside it,
-/// doc/calibration.md#r2-receive-window).
+/// doc/reference/calibration.md#r2-receive-window).
 pub const RWND_SHARE: f64 = 0.20;
 /// In flight at or above this share of the peer's window: the window is full.
 pub const WINDOW_FULL: f64 = 0.8;
@@ -39,7 +39,7 @@ pub const WINDOW_FULL: f64 = 0.8;
 /// `65535 << shift` means the peer fixed its buffer at the handshake (R2b).
 pub const SMALL_PEER_WSCALE: u8 = 2;
 /// The receive buffer needed per byte of BDP: the advertised window is about half of `rb`
-/// (scaling_ratio starts at 50%, doc/calibration.md#bandwidth-and-bdp).
+/// (scaling_ratio starts at 50%, doc/reference/calibration.md#bandwidth-and-bdp).
 pub const RCVBUF_PER_BDP: f64 = 2.0;
 /// Bytes received over the interval before a flow counts as "receiving" for the host check.
 pub const RECEIVING_BYTES: u64 = 65_536;

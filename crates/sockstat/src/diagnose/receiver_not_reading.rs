@@ -1,9 +1,9 @@
 //! R3, `receiver-not-reading`: an application stopped reading; its buffer is full and it
 //! advertises a zero window; the sender waits on persist probes.
 //!
-//! Case: doc/seeds.md#receiver-not-reading (a receiver that never reads; the sender's probes go
+//! Case: doc/reference/cases.md#receiver-not-reading (a receiver that never reads; the sender's probes go
 //! unanswered and after ~tcp_retries2 probes the kernel aborts), reproduced in
-//! doc/calibration.md experiment F: sender `snd_wnd = 0`, timer 4 (persist), backoff 3-6;
+//! doc/reference/calibration.md experiment F: sender `snd_wnd = 0`, timer 4 (persist), backoff 3-6;
 //! receiver Recv-Q 90800 with rb 131072, rcv_wnd 0, skmem `d` growing.
 //!
 //! Sender side: `snd_wnd == 0`, persist timer, backoff >= 1. Receiver side: Recv-Q > 0 in both

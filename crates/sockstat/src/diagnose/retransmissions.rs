@@ -1,9 +1,9 @@
 //! R10, `retransmissions`: a lossy path, RTO recovery, a black-holed connection, or SYNs that
 //! go unanswered.
 //!
-//! Case: doc/seeds.md#seed-003, the 1.1 s and 3.4 s connect outliers (SYN
+//! Case: doc/reference/cases.md#case-003-an-illumos-time-wait-review, the 1.1 s and 3.4 s connect outliers (SYN
 //! retransmits at the 1 s initial RTO, `TCP_TIMEOUT_INIT`) and loss in general
-//! (doc/calibration.md#r10-retransmissions). Per connection: consecutive RTOs or the Loss state,
+//! (doc/reference/calibration.md#r10-retransmissions). Per connection: consecutive RTOs or the Loss state,
 //! exponential backoff with the retransmit timer on, RTO events over the interval, and the share
 //! of bytes retransmitted (4.19+ `bytes_retrans / bytes_sent`); per connect() in progress, its
 //! SYN retransmissions. Namespace: connections aborted after their retries (TCPAbortOnTimeout).

@@ -1,8 +1,8 @@
 //! R1, `send-buffer-limited`: the send buffer caps throughput.
 //!
-//! Case: doc/seeds.md#send-buffer (SO_SNDBUF 16 KiB at 20 ms; a 32 KiB
+//! Case: doc/reference/cases.md#send-buffer (SO_SNDBUF 16 KiB at 20 ms; a 32 KiB
 //! proxy buffer at 150 ms), reproduced alone and sharing a bottleneck with bulk flows by the
-//! diagnosis matrix (doc/calibration.md#r1-send-buffer, the table in doc/diagnostics.md).
+//! diagnosis matrix (doc/reference/calibration.md#r1-send-buffer, the table in doc/diagnose.md).
 //!
 //! A flow is bound by its send buffer when it is busy all the time, its writer waits on the
 //! buffer, and it moves about a buffer's worth of data per round trip **at the RTT it actually
@@ -64,7 +64,7 @@ pub const SOCK_MIN_SNDBUF: u64 = 4608;
 /// (`tcp_sndbuf_expand`, net/ipv4/tcp_input.c): 2 (3 for BBR) × max(10, cwnd) segments of
 /// `roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sizeof(sk_buff)` bytes, capped by
 /// `tcp_wmem[2]`. Uses factor 2 and 10 segments: the smallest the kernel could have picked.
-/// Measured 69120 for MSS 1448 with BBR (doc/linux.md#lock-heuristics); this returns 46080.
+/// Measured 69120 for MSS 1448 with BBR (doc/reference/linux.md#lock-heuristics); this returns 46080.
 pub fn autotune_floor(mss: u32, tcp_wmem_max: Option<u64>) -> u64 {
     // MAX_TCP_HEADER (256 with L1 alignment) + SKB_DATA_ALIGN(skb_shared_info) (320).
     let floor = 2 * 10 * per_segment_truesize(mss);
@@ -125,7 +125,7 @@ fn cause(flow: &Flow<'_>, tb: u64, input: &Input<'_>) -> Cause {
         let mss = flow.info().and_then(TcpInfo::snd_mss).unwrap_or(1448);
         let floor = autotune_floor(mss, s.tcp_wmem.map(|w| w[2]));
         // A buffer below what the kernel gives every unlocked socket, or constant at a value
-        // SO_SNDBUF would produce (2N) while limited, was set by the application (doc/linux.md#lock-heuristics).
+        // SO_SNDBUF would produce (2N) while limited, was set by the application (doc/reference/linux.md#lock-heuristics).
         if tb < floor || tb == SOCK_MIN_SNDBUF {
             return Cause::SetByApp { exact: false };
         }
@@ -308,7 +308,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     if !escaped && sndbuf_share == 0.0 {
         why.push(
             "the kernel's sndbuf_limited chronograph stayed at 0, as it does for cubic and reno \
-             in slow start (doc/calibration.md#r1-send-buffer)"
+             in slow start (doc/reference/calibration.md#r1-send-buffer)"
                 .into(),
         );
     }
@@ -498,7 +498,7 @@ pub(crate) fn owner_text(flow: &Flow<'_>) -> String {
     }
 }
 
-/// A busy flow whose BDP needs more send buffer than the host's sysctls allow (doc/linux.md#sysctls).
+/// A busy flow whose BDP needs more send buffer than the host's sysctls allow (doc/reference/linux.md#sysctls).
 fn host_check(input: &Input<'_>) -> Vec<Finding> {
     let s = &input.ctx.sysctls;
     let Some(busiest) = busiest_bdp(input) else {

@@ -1,5 +1,5 @@
 //! Synthetic samples for the rule tests: a `tcp_info` written field by field at its 6.18
-//! offsets (doc/linux.md#layout), sockets around it, and a context like this machine's.
+//! offsets (doc/reference/linux.md#layout), sockets around it, and a context like this machine's.
 
 use super::*;
 use crate::model::tcp::{Memory, TcpDetails};
@@ -295,7 +295,7 @@ pub fn time_wait(local: &str, remote: &str) -> Socket {
     s
 }
 
-/// Sysctls as on the study machine (doc/linux.md#study-machine).
+/// Sysctls as on the study machine (doc/reference/linux.md#study-machine).
 pub fn sysctls() -> Sysctls {
     Sysctls {
         tcp_wmem: Some([4096, 16384, 4_194_304]),

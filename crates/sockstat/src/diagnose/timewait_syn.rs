@@ -1,9 +1,9 @@
 //! R8, `timewait-syn-rejected`: SYNs arrive for 4-tuples this (server) host still holds in
 //! TIME-WAIT and are not accepted: clients see connect() stall for 1 s, 3 s, 7 s.
 //!
-//! Case: doc/seeds.md#seed-003 (an illumos review: ports recycled while the server still held them
+//! Case: doc/reference/cases.md#case-003-an-illumos-time-wait-review (an illumos review: ports recycled while the server still held them
 //! in TIME-WAIT, 1.1-3.4 s connect stalls, MIB counters as the evidence), in its Linux form from
-//! doc/calibration.md#r8-time-wait-syn: Linux takes a SYN for a TIME-WAIT tuple only when its
+//! doc/reference/calibration.md#r8-time-wait-syn: Linux takes a SYN for a TIME-WAIT tuple only when its
 //! sequence number is above the old `rcv_nxt` or its timestamp is newer
 //! (`tcp_timewait_state_process`); otherwise it answers with an ACK (rate-limited:
 //! TCPACKSkippedTimeWait) or, for a PAWS failure, drops it (PAWSTimewait, 6.16+; PAWSEstab before).

@@ -10,7 +10,7 @@
 //! (`crate::run::events`).
 //!
 //! How a close is classified (the kernel's own bookkeeping, read when the socket moves to
-//! CLOSE; see doc/connection-events.md):
+//! CLOSE; see doc/events.md):
 //!
 //! | state left | `sk_err` | end |
 //! |---|---|---|

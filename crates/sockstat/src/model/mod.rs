@@ -49,7 +49,7 @@ pub enum Proto {
     /// A socket no table sockstat reads lists, known only from the fd a process holds: a ping
     /// socket never bound or used, a TCP or UDP socket never bound, a vsock, XDP or AF_ALG
     /// socket. Its local end is [`Endpoint::Unlisted`], with the kernel's name of its protocol.
-    /// Not a `-P` kind: listed when `-P` is not given (doc/linux.md, "Socket kinds").
+    /// Not a `-P` kind: listed when `-P` is not given (doc/reference/linux.md, "Socket kinds").
     Other,
 }
 
@@ -941,7 +941,7 @@ mod holders {
 
 #[cfg(test)]
 mod size_guard {
-    /// The per-socket memory of big tables (doc/BENCHMARKS.md, "Big tables") is mostly this
+    /// The per-socket memory of big tables (doc/reference/BENCHMARKS.md, "Big tables") is mostly this
     /// struct: keep what only some listings carry (memory, tcp_info) boxed.
     #[test]
     fn a_socket_stays_small() {

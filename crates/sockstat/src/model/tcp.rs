@@ -62,7 +62,7 @@ impl TcpDetails {
     }
 
     /// Our receive window as it can actually be advertised: `tcpi_rcv_wnd` is stored before the
-    /// clamp to `65535 << rcv_wscale` (`tcp_select_window`, doc/linux.md#windows), so a connection
+    /// clamp to `65535 << rcv_wscale` (`tcp_select_window`, doc/reference/linux.md#windows), so a connection
     /// without window scaling can show 1.7 MB while advertising at most 64 KiB.
     pub fn rcv_wnd_advertised(&self) -> Option<u32> {
         let raw = self.info.rcv_wnd()?;
@@ -90,7 +90,7 @@ impl TcpDetails {
     }
 }
 
-/// `part / busy`, where `busy_time` counts all three chronographs (doc/linux.md#chronographs).
+/// `part / busy`, where `busy_time` counts all three chronographs (doc/reference/linux.md#chronographs).
 fn share(part: u64, busy: u64) -> Option<f64> {
     (busy > 0).then(|| (part as f64 / busy as f64).min(1.0))
 }
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn rcv_wnd_is_clamped_without_wscale() {
         // 1779592 stored, no WSCALE option: can advertise at most 65535
-        // (doc/calibration.md#experiment-d).
+        // (doc/reference/calibration.md#experiment-d).
         let i = info_with(
             280,
             &[(232, &1_779_592u32.to_ne_bytes()), (5, &[opt::TIMESTAMPS])],

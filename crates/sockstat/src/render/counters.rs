@@ -2,7 +2,7 @@
 //! [`CounterReport`]; writes to any `io::Write` and nothing else.
 //!
 //! The table is sorted smallest first so the biggest movers end just above the prompt, as the
-//! seed's DTrace aggregation prints (doc/seeds.md#seed-003). A `!` marks counters whose rise
+//! seed's DTrace aggregation prints (doc/reference/cases.md#case-003-an-illumos-time-wait-review). A `!` marks counters whose rise
 //! signals trouble.
 
 use std::io::{self, Write};

@@ -499,7 +499,7 @@ fn write_findings(
         "sockstat_findings",
         "gauge",
         "Diagnosis findings by rule and severity, between the previous scrape's collection and \
-         this one (doc/diagnostics.md).",
+         this one (doc/diagnose.md).",
     )?;
     for ((zone, rule, sev), n) in &by {
         sample(

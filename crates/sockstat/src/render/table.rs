@@ -209,7 +209,7 @@ fn tcp_cell(cell: &mut String, col: Col, s: &Socket) {
         cell.push('-');
         return;
     };
-    // A listener reports only its queue, cwnd and pacing rate (doc/linux.md#listeners): the rest is
+    // A listener reports only its queue, cwnd and pacing rate (doc/reference/linux.md#listeners): the rest is
     // 0, not a measurement.
     if s.state == State::Listen && !matches!(col, Col::Cc | Col::Cwnd) {
         cell.push('-');
@@ -445,7 +445,7 @@ fn write_rows(
     // In a table of up to `keep_rows` rows each cell is formatted once, into one buffer per part
     // that the second pass prints, until the part's buffer reaches its share of `keep_bytes`;
     // other rows are formatted again in the second pass, so that no table costs more than a
-    // bounded amount of memory beyond its sockets (doc/BENCHMARKS.md, "Big tables").
+    // bounded amount of memory beyond its sockets (doc/reference/BENCHMARKS.md, "Big tables").
     let rows = indexed_rows(snap).count();
     let keep = rows <= keep_rows;
     let n = if rows >= PARALLEL_ROWS {

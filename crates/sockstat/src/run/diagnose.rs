@@ -119,7 +119,7 @@ fn judge_with_connects(
         report.warnings.push(Warning::new(
             WarningCode::BufferLocksInferred,
             "not root: whether an application set SO_SNDBUF/SO_RCVBUF is inferred from buffer \
-             sizes and window scales (doc/diagnostics.md), and processes of other users are not \
+             sizes and window scales (doc/diagnose.md), and processes of other users are not \
              named",
         ));
     }

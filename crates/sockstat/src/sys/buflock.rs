@@ -1,4 +1,4 @@
-//! Exact SO_SNDBUF/SO_RCVBUF lock reading for `diagnose --exact-locks` (doc/linux.md#exact-locks):
+//! Exact SO_SNDBUF/SO_RCVBUF lock reading for `diagnose --exact-locks` (doc/reference/linux.md#exact-locks):
 //! `pidfd_open` + `pidfd_getfd` duplicate one socket fd of the holding process for an instant,
 //! `getsockopt(SO_COOKIE)` checks it is still the socket the finding names, and
 //! `getsockopt(SO_BUF_LOCK)` (5.15+) reads `sk_userlocks`. The duplicate is closed at once.

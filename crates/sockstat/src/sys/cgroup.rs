@@ -1,6 +1,6 @@
 //! The service or container of a socket without a `/proc` scan and without privilege: the kernel
 //! reports each inet socket's cgroup-v2 id (`INET_DIAG_CGROUP_ID`, 5.8+), which is the inode
-//! number of its directory under the cgroup2 mount (doc/linux.md#cgroups; iproute2 `lib/cg_map.c`
+//! number of its directory under the cgroup2 mount (doc/reference/linux.md#cgroups; iproute2 `lib/cg_map.c`
 //! does the same walk). The id is the cgroup of the process that created the socket, at creation
 //! time.
 

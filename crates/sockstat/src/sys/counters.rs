@@ -28,10 +28,10 @@ pub struct CounterRead {
 /// Where one network namespace's counter files and sysctls are read from.
 ///
 /// `/proc/net` is the namespace of the thread-group leader and `/proc/sys/net` that of the
-/// reading thread (doc/linux.md#sysctls), so a thread that joined another namespace reads
+/// reading thread (doc/reference/linux.md#sysctls), so a thread that joined another namespace reads
 /// its counters through `/proc/thread-self/net` and its sysctls through `/proc/sys` read from
 /// that thread. Without the privilege to join, `/proc/PID/net` of a member process still gives
-/// the counters (readable by anyone, doc/linux.md#privileges), but no path gives the sysctls.
+/// the counters (readable by anyone, doc/reference/linux.md#privileges), but no path gives the sysctls.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcPaths {
     /// The directory with `snmp`, `netstat`, `snmp6` and `sockstat`.

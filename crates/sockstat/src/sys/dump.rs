@@ -356,7 +356,7 @@ impl<'a> Dumps<'a> {
         // The sockets go into the biggest part's vector, which is not copied; the others are
         // moved over from their ends a slice at a time, each part's vector shrunk as it empties,
         // so that no part is ever held twice (at a million sockets a whole copy was 50 MB more
-        // at the peak: doc/BENCHMARKS.md, "Big tables"). Their order is the sort's business;
+        // at the peak: doc/reference/BENCHMARKS.md, "Big tables"). Their order is the sort's business;
         // the warnings keep the targets' order.
         const SLICE: usize = 16_384;
         let mut g = Gathered::default();

@@ -29,7 +29,7 @@ use crate::model::{Endpoint, OwnersStatus, Snapshot, Socket, Warning};
 use crate::query::{Query, Source};
 
 /// Threads for the owner scan: the scan parallelises across processes, and the dump runs on the
-/// calling thread meanwhile (doc/baseline-study.md#the-floor: 2 scan threads + concurrent dump is
+/// calling thread meanwhile (doc/reference/baseline-study.md#the-floor: 2 scan threads + concurrent dump is
 /// the floor on 2 cores).
 pub(crate) fn scan_threads() -> usize {
     cores().unwrap_or(2).clamp(2, 4)
@@ -40,7 +40,7 @@ pub(crate) use crate::parallel::{cores, par_sort_by, PARALLEL_MAX};
 /// Threads for the BPF iterator's walk of the fd tables ([`owners::scan_any`]): every core (up
 /// to 4) when the scan runs alone, one fewer when it runs beside the socket dump, so the two do
 /// not take turns on the same cores. One thread walks every task in one iterator; more walk
-/// one process per iterator (doc/BENCHMARKS.md, "Where a listing's time goes").
+/// one process per iterator (doc/reference/BENCHMARKS.md, "Where a listing's time goes").
 pub(crate) fn walk_threads(beside_dump: bool) -> usize {
     cores()
         .unwrap_or(1)

@@ -2,7 +2,7 @@
 //! for every socket fd of every visible process, plus the command name and uid of each process
 //! that holds at least one socket.
 //!
-//! Cost model (doc/baseline-study.md#floor-detail): about 1 µs of `getdents64` and 2 µs of
+//! Cost model (doc/reference/baseline-study.md#floor-detail): about 1 µs of `getdents64` and 2 µs of
 //! `readlinkat` per fd, so the scan makes exactly one syscall per fd: `readlinkat` relative to the
 //! `fd` directory's file descriptor, into a stack buffer, with no path strings and no `stat`.
 //! Processes are shared between threads through an atomic cursor, since fd counts vary wildly
@@ -226,7 +226,7 @@ pub fn scan_any(
     use crate::query::OwnerScan;
     // `Auto` takes the iterator wherever it runs: with its layout cached (taskfile::cache) its
     // fixed cost is the verifier's, a few ms, and it walks fds in the kernel at a fraction of
-    // the /proc scan's cost per fd (doc/BENCHMARKS.md).
+    // the /proc scan's cost per fd (doc/reference/BENCHMARKS.md).
     if query.owner_scan == OwnerScan::Proc {
         return (scan(&query.proc_root, query, threads, wanted), None);
     }

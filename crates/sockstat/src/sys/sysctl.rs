@@ -1,6 +1,6 @@
 //! Reading [`Sysctls`] from the sysctl tree [`ProcPaths::sys`] names (`/proc/sys`, or a fake
 //! one in tests). Values are per network namespace, that of the reading thread, except the
-//! globals (doc/linux.md#sysctls). A sysctl this kernel lacks is `None` and nothing is
+//! globals (doc/reference/linux.md#sysctls). A sysctl this kernel lacks is `None` and nothing is
 //! said; one that exists but cannot be read or parsed is `None` and named in
 //! [`SysctlRead::unreadable`], which [`unreadable_warning`] reports.
 

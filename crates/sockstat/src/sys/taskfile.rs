@@ -1,7 +1,7 @@
 //! The BPF owner scan (cargo feature `bpf`, on by default): loads the `iter/task_file` program
 //! that `sockstat_wire::task_file` assembles from the running kernel's BTF, and reads its
 //! `(tgid, fd, socket inode)` records. The kernel walks every task's file table itself, so the
-//! scan costs no system call per fd (doc/linux.md#bpf-iterator: 5-10x faster than `/proc`).
+//! scan costs no system call per fd (doc/reference/linux.md#bpf-iterator: 5-10x faster than `/proc`).
 //!
 //! Needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), kernel BTF (`/sys/kernel/btf/vmlinux`) and
 //! Linux 5.11. Anything missing is an error that names it (a [`SysError`] whose kind says
@@ -200,7 +200,7 @@ fn from_btf() -> Result<sockstat_wire::task_file::Layout, SysError> {
 #[cfg(feature = "bpf")]
 pub mod cache {
     //! The layout derived from the kernel's BTF, kept between runs in [`DIR`] so that a run
-    //! need not read and index the kernel's 5 MiB of BTF again (doc/BENCHMARKS.md: the BPF
+    //! need not read and index the kernel's 5 MiB of BTF again (doc/reference/BENCHMARKS.md: the BPF
     //! scan's fixed cost).
     //!
     //! Why it is safe to trust: the file is named by the running kernel's GNU build id, which

@@ -5,7 +5,7 @@
 //! Needs CAP_BPF and CAP_PERFMON (or root), kernel BTF (`/sys/kernel/btf/vmlinux`) and Linux
 //! 5.12 or later (`bpf_get_socket_cookie` on a BTF socket pointer). Nothing needs tracefs,
 //! kprobes, BPF trampolines or a compiler. What the kernel holds, and its bounds (see
-//! doc/connection-events.md):
+//! doc/events.md):
 //!
 //! - the connection table: one [`ENTRY_LEN`]-byte entry per TCP connection opened while
 //!   tracing and not yet closed, at most [`CONNS_MAX`], allocated on insert and deleted when

@@ -1,4 +1,4 @@
-//! Phase timings for the benchmark's fixed-cost breakdown (doc/BENCHMARKS.md): with
+//! Phase timings for the benchmark's fixed-cost breakdown (doc/reference/BENCHMARKS.md): with
 //! `SOCKSTAT_TIMINGS` set in the environment, each phase of a listing prints one line to stderr,
 //! `sockstat: timing: PHASE +X.XX ms (Y.YY ms since start)`. Unset, a mark costs one relaxed
 //! atomic load after the first.

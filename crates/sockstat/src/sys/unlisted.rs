@@ -9,7 +9,7 @@
 //! attribute, the `sk_prot_creator->name` lsof prints: `PINGv6`, `TCP`, `AF_VSOCK`) and its
 //! owner uid (the socket inode's, which is the socket's uid). The holder's file is neither
 //! duplicated nor used: the link is opened `O_PATH`, which gives a handle on the socket's inode
-//! and nothing else (doc/linux.md, "Socket kinds").
+//! and nothing else (doc/reference/linux.md, "Socket kinds").
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
