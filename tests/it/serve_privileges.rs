@@ -65,6 +65,25 @@ pub fn threads(pid: u32) -> Vec<Thread> {
     out
 }
 
+/// Every thread of a process once each has its name. A thread is born with the name of the
+/// thread that spawned it and names itself as it starts, so a connection thread the main thread
+/// has just spawned shows the process's name for a moment; one that keeps it for 5 s never named
+/// itself, and is returned as it is, for the caller to refuse.
+pub fn named_threads(pid: u32) -> Vec<Thread> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let all = threads(pid);
+        let main = all.iter().find(|t| t.tid == pid).map(|t| t.name.clone());
+        let newborn = all
+            .iter()
+            .any(|t| t.tid != pid && Some(&t.name) == main.as_ref());
+        if !newborn || std::time::Instant::now() >= deadline {
+            return all;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Holds a connection to the exporter open, sending nothing, so that its thread exists (it
 /// waits for a request head until the request deadline).
 pub fn idle_connection(server: &Served) -> std::net::TcpStream {
@@ -83,7 +102,7 @@ pub fn idle_connection(server: &Served) -> std::net::TcpStream {
 /// and every bounding set is `bounding`. Returns the roles seen.
 pub fn check_thread_caps(pid: u32, kept: u64, bounding: u64) -> Vec<String> {
     let mut roles = Vec::new();
-    for t in threads(pid) {
+    for t in named_threads(pid) {
         let role = t.role(pid).to_string();
         let want = match role.as_str() {
             "collect" => kept,
