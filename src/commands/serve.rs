@@ -274,7 +274,7 @@ impl OwnerCache {
             warnings.extend(sockstat::join::warnings(
                 &shown,
                 &self.unseen,
-                rustix::process::geteuid().is_root(),
+                sockstat::privilege::reads_every_fd_table(),
             ));
         }
         warnings

@@ -962,10 +962,18 @@ fn diagnose_prints_the_kill_for_a_close_wait_pileup_and_it_frees_exactly_those()
     let (l, held, mut live, outgoing) = in_ns(&ns, || {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         // Ten clients that close at once: the server ends get their FIN and sit in CLOSE_WAIT.
+        // The server reads four of them to the end (read() returns 0); the last client sends 5
+        // bytes before closing, which the server leaves unread.
         let held: Vec<TcpStream> = (0..10)
-            .map(|_| {
-                let (c, s) = connect(&l);
+            .map(|i| {
+                let (mut c, mut s) = connect(&l);
+                if i == 9 {
+                    c.write_all(b"hello").unwrap();
+                }
                 drop(c);
+                if i < 4 {
+                    assert_eq!(s.read(&mut [0u8; 16]).unwrap(), 0, "the end of the stream");
+                }
                 s
             })
             .collect();
@@ -1000,6 +1008,18 @@ fn diagnose_prints_the_kill_for_a_close_wait_pileup_and_it_frees_exactly_those()
     assert_eq!(f["count"], 10, "{f:#}");
     assert_eq!(f["severity"], "warning", "{f:#}");
     assert_eq!(f["evidence"]["side"], "server", "{f:#}");
+    // The kernel's receive queue counts each unread FIN as a byte: 6 ends not read, 5 bytes of
+    // data, and the summary says both (doc/diagnose.md#r11-close-wait).
+    assert_eq!(f["evidence"]["recv_q_bytes_total"], 11, "{f:#}");
+    assert_eq!(f["evidence"]["eof_unread"], 6, "{f:#}");
+    assert_eq!(f["evidence"]["unread_data_bytes"], 5, "{f:#}");
+    assert_eq!(f["evidence"]["with_unread_data"], 1, "{f:#}");
+    let summary = f["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("read the end of 4 of them (read() returned 0), not of the other 6")
+            && summary.contains("1 still holds 5 bytes of data unread"),
+        "{summary}"
+    );
     let advice = f["advice"].as_str().unwrap();
     let want = format!(
         "sockstat kill --state CLOSE_WAIT --src 127.0.0.1 --sport {port} --pid {}",

@@ -229,9 +229,10 @@ fn status(
 /// chosen them, so that every count is of sockets the listing shows): `owners-hidden` for the
 /// shown sockets whose holders these privileges may hide (`hidden` and `partial`), naming
 /// with `-v` the processes that may hold them; `owners-incomplete` for those that processes
-/// which could not be read for another reason may hold. `root` says whether the reader is
-/// root (then privileges are not the reason).
-pub fn warnings(shown: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning> {
+/// which could not be read for another reason may hold. `privileged` says whether the reader
+/// holds what reading every fd table takes ([`crate::privilege::reads_every_fd_table`]: then
+/// privileges are not the reason).
+pub fn warnings(shown: &[Socket], unseen: &Unseen, privileged: bool) -> Vec<Warning> {
     let mut out = Vec::new();
     let doubtful: Vec<&Socket> = shown
         .iter()
@@ -332,9 +333,10 @@ pub fn warnings(shown: &[Socket], unseen: &Unseen, root: bool) -> Vec<Warning> {
         HidePid::Unknown(why) => {
             format!("whether /proc hides other users' processes cannot be told ({why}); {see}")
         }
-        HidePid::No if root => format!(
-            "even root may not read the fd tables of {} here (ptrace access denied: Yama, a \
-             security module or a user namespace boundary)",
+        HidePid::No if privileged => format!(
+            "even with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH the fd tables of {} cannot be \
+             read here (ptrace access denied: Yama, a security module or a user namespace \
+             boundary)",
             counted(unreadable.len(), "process", "processes")
         ),
         HidePid::No => format!(
@@ -388,12 +390,12 @@ pub fn unread_selected(
 pub fn selected_warning(
     unread: &[(u32, Option<u32>)],
     unseen: &Unseen,
-    root: bool,
+    privileged: bool,
 ) -> Option<Warning> {
     let (&(first, _), _) = unread.split_first()?;
-    let fix = if root {
-        "even root may not read them here (ptrace access denied: a security module or a user \
-         namespace boundary)"
+    let fix = if privileged {
+        "even with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH they cannot be read here (ptrace \
+         access denied: a security module or a user namespace boundary)"
             .to_string()
     } else {
         format!(

@@ -809,10 +809,17 @@ fn findings(r: &PortsReport) -> Vec<Finding> {
             code: "server-time-wait",
             level: Severity::Info,
             message: format!(
-                "{server_tw} TIME-WAIT entries sit on {} listening ports (the server closed \
-                 first); a client that reuses one of those ports within 60 s may have its SYN \
-                 rejected",
-                r.servers.len()
+                "{server_tw} TIME-WAIT {} on {} (the server closed first); a client that \
+                 reuses one of those ports within 60 s may have its SYN rejected",
+                if server_tw == 1 {
+                    "entry sits"
+                } else {
+                    "entries sit"
+                },
+                match r.servers.len() {
+                    1 => "1 listening port".to_string(),
+                    n => format!("{n} listening ports"),
+                }
             ),
             advice: Some(
                 "run with --interval SECONDS to see the PAWS and TIME-WAIT ACK counters".into(),

@@ -21,6 +21,20 @@ use std::io;
 /// its caller; a command may refuse them outright (`sockstat` does).
 pub const TEST_HOOKS: [&str; 1] = ["SOCKSTAT_TEST_PAUSE_AFTER_ITERATOR_MS"];
 
+/// Whether this thread holds what reading every process's fd table takes: CAP_SYS_PTRACE and
+/// CAP_DAC_READ_SEARCH in its effective set (root has them, unless a container dropped them;
+/// `setcap` gives them to the command). A process it then still cannot read is kept from it by
+/// something no privilege of sockstat's changes (Yama, a security module, a user namespace
+/// boundary), and the warnings say that instead of asking for privileges it has.
+pub fn reads_every_fd_table() -> bool {
+    rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective.contains(
+            rustix::thread::CapabilitySet::SYS_PTRACE
+                | rustix::thread::CapabilitySet::DAC_READ_SEARCH,
+        )
+    })
+}
+
 /// True when this process runs with privileges its caller did not have: the kernel set
 /// `AT_SECURE` at exec (file capabilities, setuid, setgid; also a security module's
 /// transition). Root running sockstat, or a service started with ambient capabilities, is not

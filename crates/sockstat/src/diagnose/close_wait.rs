@@ -97,6 +97,29 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         .collect()
 }
 
+/// What the receive queues say of how far the application read: to the end of the stream (it
+/// saw the peer close and kept the descriptor), or not even that far (it stopped reading).
+fn reading(n: usize, eof_unread: usize, with_unread: usize, unread: u64) -> String {
+    let mut out = String::new();
+    if eof_unread == n {
+        out.push_str("; it has not read the end of any of them (read() never returned 0)");
+    } else if eof_unread > 0 {
+        out.push_str(&format!(
+            "; it has read the end of {} of them (read() returned 0), not of the other {eof_unread}",
+            n - eof_unread
+        ));
+    } else {
+        out.push_str("; it read the end of every one (read() returned 0) and kept the descriptor");
+    }
+    if with_unread > 0 {
+        let hold = if with_unread == 1 { "holds" } else { "hold" };
+        out.push_str(&format!(
+            "; {with_unread} still {hold} {unread} bytes of data unread"
+        ));
+    }
+    out
+}
+
 fn finding(
     input: &Input<'_>,
     group: Group,
@@ -107,8 +130,16 @@ fn finding(
     let n = flows.len();
     let first = flows[0];
     let who = owner_text(first);
-    let unread: u64 = flows.iter().map(|f| u64::from(f.after.recv_q)).sum();
-    let with_unread = flows.iter().filter(|f| f.after.recv_q > 0).count();
+    // The kernel's receive queue of a TCP socket counts the peer's FIN as one byte until
+    // read() returns 0 (`rcv_nxt - copied_seq`, doc/diagnose.md#r11-close-wait): a queue of
+    // one is an end of stream the application has not read, not data.
+    let queued: u64 = flows.iter().map(|f| u64::from(f.after.recv_q)).sum();
+    let eof_unread = flows.iter().filter(|f| f.after.recv_q > 0).count();
+    let unread: u64 = flows
+        .iter()
+        .map(|f| u64::from(f.after.recv_q.saturating_sub(1)))
+        .sum();
+    let with_unread = flows.iter().filter(|f| f.after.recv_q > 1).count();
     let local_addr = match first.after.local {
         Endpoint::Inet { addr, .. } => Some(addr),
         _ => None,
@@ -121,7 +152,9 @@ fn finding(
     ev.num("interval_s", first.dt)
         .int("close_wait_both_samples", n as u64)
         .int("close_wait_new_in_interval", new_in_interval as u64)
-        .int("recv_q_bytes_total", unread)
+        .int("recv_q_bytes_total", queued)
+        .int("eof_unread", eof_unread as u64)
+        .int("unread_data_bytes", unread)
         .int("with_unread_data", with_unread as u64)
         .int("port", u64::from(port))
         .text("side", if server { "server" } else { "client" })
@@ -148,11 +181,7 @@ fn finding(
         } else {
             String::new()
         },
-        if with_unread > 0 {
-            format!("; {with_unread} still hold {unread} unread bytes")
-        } else {
-            String::new()
-        }
+        reading(n, eof_unread, with_unread, unread)
     );
     let kill = crate::text::kill_command::command_for(
         &crate::text::kill_command::Target::StateOnPort {
@@ -270,6 +299,63 @@ mod tests {
                 .ends_with("sockstat kill --state CLOSE_WAIT --dport 6379 --pid 100"),
             "{}",
             f[0].advice
+        );
+    }
+
+    /// The receive queue counts the peer's FIN as a byte until read() returns 0: queues of 1
+    /// are ends of stream not read, not data; the summary tells a process that stopped reading
+    /// from one that read the end and kept the descriptor.
+    #[test]
+    fn the_fin_byte_is_an_unread_end_of_stream_not_data() {
+        let with_queue = |q: &[u32]| -> Finding {
+            let held: Vec<Socket> = q
+                .iter()
+                .enumerate()
+                .map(|(i, &rq)| {
+                    TcpBuilder::new()
+                        .state(State::CloseWait)
+                        .local("192.0.2.1:8080")
+                        .remote(Some(&format!("198.51.100.2:{}", 40000 + i)))
+                        .queues(rq, 0)
+                        .build(1000 + i as u64)
+                })
+                .chain([listener(8080)])
+                .collect();
+            let f = only(run(held.clone(), held, &ctx()), RuleId::CloseWait);
+            assert_eq!(f.len(), 1, "{f:#?}");
+            f.into_iter().next().unwrap()
+        };
+        // Nothing sent before the close, nothing read: ten FIN bytes, no data.
+        let f = with_queue(&[1; 10]);
+        assert_eq!(ev(&f, "recv_q_bytes_total"), 10.0);
+        assert_eq!(ev(&f, "eof_unread"), 10.0);
+        assert_eq!(ev(&f, "unread_data_bytes"), 0.0);
+        assert_eq!(ev(&f, "with_unread_data"), 0.0);
+        assert!(
+            f.summary.contains("has not read the end of any of them")
+                && !f.summary.contains("bytes of data"),
+            "{}",
+            f.summary
+        );
+        // Every end read (read() returned 0), the descriptors kept.
+        let f = with_queue(&[0; 10]);
+        assert_eq!(ev(&f, "eof_unread"), 0.0);
+        assert!(
+            f.summary.contains("read the end of every one"),
+            "{}",
+            f.summary
+        );
+        // Some with data before their FIN.
+        let f = with_queue(&[0, 0, 0, 0, 0, 0, 0, 1, 101, 51]);
+        assert_eq!(ev(&f, "eof_unread"), 3.0);
+        assert_eq!(ev(&f, "unread_data_bytes"), 150.0);
+        assert_eq!(ev(&f, "with_unread_data"), 2.0);
+        assert!(
+            f.summary
+                .contains("read the end of 7 of them (read() returned 0), not of the other 3")
+                && f.summary.contains("2 still hold 150 bytes of data unread"),
+            "{}",
+            f.summary
         );
     }
 

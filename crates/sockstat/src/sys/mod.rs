@@ -329,7 +329,7 @@ pub(crate) fn collect_in(
         snap.warnings.extend(join::selected_warning(
             &unread,
             u,
-            rustix::process::geteuid().is_root(),
+            crate::privilege::reads_every_fd_table(),
         ));
     }
     snap.owners_unseen = unseen;
@@ -389,7 +389,7 @@ pub(crate) fn collect_in(
 /// scan could not see), and the columns their source did not give (`column-unavailable`).
 pub(crate) fn shown_warnings(q: &Query, shown: &[Socket], unseen: Option<&Unseen>) -> Vec<Warning> {
     let mut out = match unseen {
-        Some(u) => join::warnings(shown, u, rustix::process::geteuid().is_root()),
+        Some(u) => join::warnings(shown, u, crate::privilege::reads_every_fd_table()),
         None => Vec::new(),
     };
     out.extend(dump::column_warnings(q, shown));
