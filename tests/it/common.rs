@@ -85,12 +85,38 @@ pub fn tempdir() -> tempfile::TempDir {
     d
 }
 
+/// Copies the sockstat binary to `path` (mode 755) and returns once it can be executed.
+///
+/// While the copy is written, another test's thread may fork a child that inherits the
+/// writable descriptor until it execs; executing the copy meanwhile fails with ETXTBSY ("Text
+/// file busy"). Once one run of the copy has started, no process holds it open for writing
+/// (the descriptor was closed before, and children forked with it have exec'd), so later runs
+/// cannot fail so.
+pub fn copy_sockstat(path: &Path) {
+    std::fs::copy(SOCKSTAT, path).expect("copy sockstat");
+    set_mode(path, 0o755);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match std::process::Command::new(path).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{}: still busy after 10 s",
+                    path.display()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("run the copy {}: {e}", path.display()),
+            Ok(_) => return,
+        }
+    }
+}
+
 /// A copy of the binary at `path` carrying the README's file capabilities
 /// (`cap_sys_ptrace,cap_dac_read_search+ep`), made once; its path.
 pub fn copy_with_file_caps(path: &Path) -> String {
     if !path.exists() {
-        std::fs::copy(SOCKSTAT, path).expect("copy sockstat");
-        set_mode(path, 0o755);
+        copy_sockstat(path);
         let st = std::process::Command::new("setcap")
             .arg("cap_sys_ptrace,cap_dac_read_search+ep")
             .arg(path)

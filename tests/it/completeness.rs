@@ -16,8 +16,7 @@ use crate::common::*;
 fn nobody() -> (tempfile::TempDir, String, [&'static str; 5]) {
     let dir = tempdir();
     let bin = dir.path().join("sockstat");
-    std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
-    set_mode(&bin, 0o755);
+    copy_sockstat(&bin);
     let s = bin.to_str().unwrap().to_string();
     (
         dir,

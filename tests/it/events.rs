@@ -703,8 +703,7 @@ fn unprivileged_says_what_is_missing() {
     // A copy uid 65534 can reach and execute.
     let dir = crate::common::tempdir();
     let bin = dir.path().join("sockstat");
-    std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
-    crate::common::set_mode(&bin, 0o755);
+    crate::common::copy_sockstat(&bin);
     let mut c = if is_root() {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])

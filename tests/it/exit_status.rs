@@ -12,8 +12,7 @@ use crate::common::*;
 fn as_nobody(dir: &tempfile::TempDir, args: &[&str]) -> Out {
     let bin = dir.path().join("sockstat");
     if !bin.exists() {
-        std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
-        set_mode(&bin, 0o755);
+        copy_sockstat(&bin);
     }
     sockstat(args)
         .program(&bin)

@@ -33,8 +33,7 @@ impl Setup {
         ]);
         let bin_dir = tempdir();
         let bin = bin_dir.path().join("sockstat");
-        std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
-        set_mode(&bin, 0o755);
+        copy_sockstat(&bin);
         Setup {
             root,
             mine,

@@ -37,8 +37,9 @@ fn a_file_named_socket_inode_is_not_a_holder() {
         assert_eq!(owners(s).len(), 1, "{s}");
     }
     assert_eq!(owners(by_id(&v)[&l.inode()]), vec![(p, l.fd() as u64)]);
-    let v = sockstat(&["-p", &l.port().to_string()]).json();
-    assert_eq!(sockets(&v).len(), 1);
+    // -l: another test's connection may have used the same port number (a TIME-WAIT entry).
+    let v = sockstat(&["-l", "-p", &l.port().to_string()]).json();
+    assert_eq!(sockets(&v).len(), 1, "{v:#}");
     assert_eq!(owners(&sockets(&v)[0]), vec![(p, l.fd() as u64)]);
 
     // The table: one row per socket fd, none for the files.

@@ -354,8 +354,7 @@ fn an_unprivileged_user_gets_not_permitted_for_each_socket() {
     });
     let dir = tempdir();
     let bin = dir.path().join("sockstat");
-    std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
-    set_mode(&bin, 0o755);
+    copy_sockstat(&bin);
     let p = l.local_addr().unwrap().port().to_string();
     let out = sockstat(&["kill", "-p", &p, "--yes", "--json"])
         .program(&bin)

@@ -409,7 +409,9 @@ fn port_filter_without_pid_finds_both_holders_of_a_shared_listener() {
     let (p, c) = (u64::from(h.pid()), u64::from(h.child_pid()));
     let l4 = h.item(0).sock();
     let l6 = h.item(1).sock();
-    let v = sockstat(&["-p", &format!("{},{}", l4.port(), l6.port())]).json();
+    // Listeners only (-l): the port numbers are the kernel's pick, and another test's
+    // connection may have used the same number before (a TIME-WAIT entry left on it).
+    let v = sockstat(&["-l", "-p", &format!("{},{}", l4.port(), l6.port())]).json();
     let s = sockets(&v);
     assert_eq!(s.len(), 2, "{v:#}");
     assert_eq!(s[0]["id"], l4.inode(), "tcp4 sorts before tcp6");
@@ -422,7 +424,7 @@ fn port_filter_without_pid_finds_both_holders_of_a_shared_listener() {
         assert_eq!(got["owners_status"], "known");
     }
 
-    let out = sockstat(&["-p", &l4.port().to_string()]).ok();
+    let out = sockstat(&["-l", "-p", &l4.port().to_string()]).ok();
     let t = out.table();
     let (lo, hi) = (p.min(c).to_string(), p.max(c).to_string());
     let local = format!("127.0.0.1:{}", l4.port());

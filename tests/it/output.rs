@@ -239,7 +239,21 @@ fn csv_rows_and_formula_cells() {
 
     // TIME_WAIT in CSV: unknown cells are empty.
     let tw = h.item(6).sock();
-    let out = sockstat(&["-p", &tw.port().to_string(), "--csv", "-q", "--no-owners"]).ok();
+    // Both ends' ports: another test may have left an entry on one of the numbers.
+    let (sport, dport) = (
+        tw.port().to_string(),
+        tw.peer.as_ref().unwrap().port().to_string(),
+    );
+    let out = sockstat(&[
+        "--sport",
+        &sport,
+        "--dport",
+        &dport,
+        "--csv",
+        "-q",
+        "--no-owners",
+    ])
+    .ok();
     let rows = parse_csv(&out.stdout);
     assert_eq!(rows.len(), 1, "{}", out.stdout);
     assert_eq!(

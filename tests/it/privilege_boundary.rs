@@ -70,7 +70,7 @@ impl Fixture {
     fn setuid_root(&self) -> String {
         let p = self.path("sockstat-suid");
         if !p.exists() {
-            std::fs::copy(SOCKSTAT, &p).expect("copy sockstat");
+            copy_sockstat(&p);
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
         }
         p.display().to_string()

@@ -120,8 +120,7 @@ fn a_wait_that_cannot_begin_is_not_announced() {
     require_root!("a_wait_that_cannot_begin_is_not_announced (setpriv)");
     let dir = tempdir();
     let bin = dir.path().join("sockstat");
-    std::fs::copy(SOCKSTAT, &bin).expect("copy sockstat");
-    set_mode(&bin, 0o755);
+    copy_sockstat(&bin);
     for args in [&["drops", "5"][..], &["events", "--duration", "5"][..]] {
         let (code, _, tty) = run_with_stderr_on_pty(sockstat(args).program(&bin).prefix(&[
             "setpriv",
