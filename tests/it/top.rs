@@ -802,3 +802,48 @@ fn a_send_buffer_limited_flow_carries_its_finding() {
         .unwrap_or_else(|| panic!("{r}"));
     assert!(f["advice"].as_str().unwrap().contains("SO_SNDBUF"), "{f}");
 }
+
+/// A finding about no single connection (here a CLOSE_WAIT pile-up: ten connections, one
+/// cause) is on the summary lines of the text view, which the full-screen view draws too, and
+/// in the JSON's findings; no row carries it.
+#[test]
+fn findings_about_no_single_connection_are_on_the_summary_lines() {
+    require_root!("top::findings_about_no_single_connection_are_on_the_summary_lines (netns)");
+    let ns = Netns::new();
+    let (_l, _held) = in_ns(&ns, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let held: Vec<TcpStream> = (0..10)
+            .map(|_| {
+                let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+                let (s, _) = l.accept().unwrap();
+                drop(c);
+                s
+            })
+            .collect();
+        (l, held)
+    });
+    let out = sockstat(&["top", "-b", "--count", "1", "--interval", "0.3"])
+        .netns(&ns)
+        .ok();
+    let t = &out.stdout;
+    let head: Vec<&str> = t.lines().take_while(|l| !l.is_empty()).collect();
+    let line = head
+        .iter()
+        .find(|l| l.starts_with("WARNING close-wait: 10 connections"))
+        .unwrap_or_else(|| panic!("no close-wait line above the rows:\n{t}"));
+    assert!(line.contains("stayed in CLOSE_WAIT"), "{line}");
+    assert!(
+        !t.lines().skip(head.len()).any(|l| l.contains("close-wait")),
+        "a row carries it:\n{t}"
+    );
+    let v = top_json(
+        sockstat(&["top", "-b", "--json", "--count", "1", "--interval", "0.3"]).netns(&ns),
+    );
+    let f = v[0]["findings"].as_array().unwrap();
+    assert!(
+        f.iter()
+            .any(|f| f["rule"] == "close-wait" && f["count"] == 10),
+        "{}",
+        v[0]
+    );
+}

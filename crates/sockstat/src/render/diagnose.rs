@@ -55,7 +55,7 @@ pub fn write_json(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
     out.write_all(b"\n")
 }
 
-fn severity_label(s: Severity, color: bool) -> String {
+pub(crate) fn severity_label(s: Severity, color: bool) -> String {
     let (text, code) = match s {
         Severity::Critical => ("CRITICAL", "1;31"),
         Severity::Warning => ("WARNING", "33"),

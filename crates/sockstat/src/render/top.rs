@@ -235,8 +235,29 @@ pub fn summary(report: &Report, group: &Group) -> Vec<String> {
             )
         ));
     }
+    // The findings no row carries (a listen queue, a pile-up of several connections, the
+    // host's ports or memory): one line each, most severe first, so that they are not lost
+    // because they name no single connection.
+    let host: Vec<&crate::diagnose::Finding> = report.host_findings().collect();
+    for f in host.iter().take(HOST_FINDINGS_SHOWN) {
+        l.push(format!(
+            "{} {}: {}",
+            super::diagnose::severity_label(f.severity, false).trim_end(),
+            f.rule.id(),
+            for_terminal(f.summary.as_bytes())
+        ));
+    }
+    if host.len() > HOST_FINDINGS_SHOWN {
+        l.push(format!(
+            "{} more about no single connection (sockstat diagnose, or --json, shows them all)",
+            counted(host.len() - HOST_FINDINGS_SHOWN, "finding", "findings")
+        ));
+    }
     l
 }
+
+/// How many findings about no single connection the summary lines show.
+const HOST_FINDINGS_SHOWN: usize = 3;
 
 /// Lays out rows of cells in columns of measured width (the last column unpadded).
 pub fn layout(rows: &[Vec<String>]) -> Vec<String> {
