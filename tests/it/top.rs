@@ -847,3 +847,60 @@ fn findings_about_no_single_connection_are_on_the_summary_lines() {
         v[0]
     );
 }
+
+/// From the host, `-z NAME` reads that namespace only and `-Z` every one: the lab's senders are
+/// found in their zone, with their rates, and `-z` leaves out every other zone's rows.
+#[test]
+fn zones_one_or_every_one() {
+    require_root!("top::zones_one_or_every_one (network namespace)");
+    let lab = lab();
+    std::thread::sleep(Duration::from_millis(300));
+    let one = top_json(sockstat(&[
+        "top",
+        "-b",
+        "--json",
+        "--count",
+        "1",
+        "--interval",
+        "0.5",
+        "-z",
+        &lab.ns.name,
+    ]));
+    let rows = one[0]["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().all(|r| r["zone"] == lab.ns.name.as_str()),
+        "-z {}: a row of another zone: {}",
+        lab.ns.name,
+        one[0]
+    );
+    let fast = row(&one[0], "tp-fast");
+    assert_eq!(fast["pid"], lab.fast.pid(), "{fast}");
+    assert!(rate(&fast["send_bytes_per_sec"]) > 0, "{fast}");
+    let every = top_json(sockstat(&[
+        "top",
+        "-b",
+        "--json",
+        "--count",
+        "1",
+        "--interval",
+        "0.5",
+        "-Z",
+    ]));
+    let fast = row(&every[0], "tp-fast");
+    assert_eq!(fast["zone"], lab.ns.name.as_str(), "{fast}");
+    assert!(rate(&fast["send_bytes_per_sec"]) > 0, "{fast}");
+    // The text view names the zone in a column of its own.
+    let out = sockstat(&["top", "-b", "--count", "1", "--interval", "0.5", "-Z"]).ok();
+    let header = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("COMMAND") && l.contains("SEND"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(header.starts_with("ZONE"), "{header}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("tp-fast"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(line.contains(&lab.ns.name), "{line}");
+}
