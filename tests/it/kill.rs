@@ -1008,7 +1008,7 @@ fn diagnose_prints_the_kill_for_a_close_wait_pileup_and_it_frees_exactly_those()
     assert_eq!(f["severity"], "warning", "{f:#}");
     assert_eq!(f["evidence"]["side"], "server", "{f:#}");
     // The kernel's receive queue counts each unread FIN as a byte: 6 ends not read, 5 bytes of
-    // data, and the summary says both (doc/diagnose.md#r11-close-wait).
+    // data, and the summary says both (doc/diagnose.md#close-wait-r11).
     assert_eq!(f["evidence"]["recv_q_bytes_total"], 11, "{f:#}");
     assert_eq!(f["evidence"]["eof_unread"], 6, "{f:#}");
     assert_eq!(f["evidence"]["unread_data_bytes"], 5, "{f:#}");

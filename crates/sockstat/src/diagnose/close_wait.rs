@@ -131,7 +131,7 @@ fn finding(
     let first = flows[0];
     let who = owner_text(first);
     // The kernel's receive queue of a TCP socket counts the peer's FIN as one byte until
-    // read() returns 0 (`rcv_nxt - copied_seq`, doc/diagnose.md#r11-close-wait): a queue of
+    // read() returns 0 (`rcv_nxt - copied_seq`, doc/diagnose.md#close-wait-r11): a queue of
     // one is an end of stream the application has not read, not data.
     let queued: u64 = flows.iter().map(|f| u64::from(f.after.recv_q)).sum();
     let eof_unread = flows.iter().filter(|f| f.after.recv_q > 0).count();
