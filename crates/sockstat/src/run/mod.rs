@@ -11,12 +11,14 @@
 //! - [`counters`]: the kernel's counters (`sockstat counters`, `sockstat.counters()`);
 //! - [`events`] and [`drops`]: the probes' readers (`sockstat events`, `sockstat drops`, the
 //!   exporter's event metrics);
+//! - [`exporter`]: the exporter's collection (`sockstat serve`);
 //! - [`top`]: the live view's refreshes (`sockstat top`).
 
 pub mod counters;
 pub mod diagnose;
 pub mod drops;
 pub mod events;
+pub mod exporter;
 pub mod list;
 pub mod ports;
 pub(crate) mod sampler;
