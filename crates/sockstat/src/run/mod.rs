@@ -12,7 +12,8 @@
 //! - [`events`] and [`drops`]: the probes' readers (`sockstat events`, `sockstat drops`, the
 //!   exporter's event metrics);
 //! - [`exporter`]: the exporter's collection (`sockstat serve`);
-//! - [`top`]: the live view's refreshes (`sockstat top`).
+//! - [`top`]: the live view's refreshes (`sockstat top`);
+//! - [`trace`]: one connection followed over time (`sockstat trace`).
 
 pub mod counters;
 pub mod diagnose;
@@ -23,6 +24,7 @@ pub mod list;
 pub mod ports;
 pub(crate) mod sampler;
 pub mod top;
+pub mod trace;
 
 use std::time::{Duration, Instant};
 
