@@ -7,13 +7,10 @@
 //! (one thread per connection) wait for the same collection. A scrape waits for it at most
 //! `--scrape-budget`; past it, the scrape is answered from the last collection with its age
 //! (`sockstat_snapshot_age_seconds`) while the worker finishes, and the next scrape gets the
-//! result. The worker keeps what the next collection reuses: the previous sample (diagnosis
-//! needs two) and an owner cache ((zone, socket inode) → holders) for the listening sockets, the
-//! only sockets whose owners the metrics show, so the /proc scan (one for every zone: it reads
-//! every process's fds) runs only when a listener appears that the cache does not know (or the
-//! cache is older than [`OWNER_REFRESH`]). doc/serve.md describes every metric.
+//! result. The collection itself, with what the next one reuses (the previous sample, the owner
+//! cache of the listeners), is the library's `sockstat::run::exporter`. doc/serve.md describes
+//! every metric.
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,18 +26,12 @@ use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::run::drops::DropCounter;
 use sockstat::run::events::{Tracer, Unavailable};
-use sockstat::{
-    judge, Diagnosis, Endpoint, Owner, OwnerScan, OwnersStatus, Process, Proto, Query, Sample,
-    Sampler, State, Zone, ZoneKind, ZoneSample, ZoneSelect,
-};
+use sockstat::run::exporter::Collector;
+use sockstat::{OwnerScan, Zone, ZoneKind, ZoneSelect};
 
 use crate::http::{BindError, Method, Request, Response, Server};
 use crate::privileges;
 use rustix::thread::CapabilitySet;
-
-/// The owner cache is refreshed at least this often, so a listener handed to another process
-/// (or whose holder exited while a child kept it) gets its `command` label corrected.
-pub const OWNER_REFRESH: Duration = Duration::from_secs(300);
 
 /// Parses `--scrape-budget`: `5s`, `500ms`, or plain seconds (`2.5`).
 fn parse_budget(s: &str) -> Result<Duration, String> {
@@ -135,181 +126,16 @@ pub struct ServeArgs {
     pub help: Option<bool>,
 }
 
-/// Owners of the listening sockets, by zone key and socket inode, with the processes they
-/// name. One /proc scan serves every zone: it reads the fds of every process on the host.
-struct OwnerCache {
-    by_listener: HashMap<(Option<u64>, u64), Vec<Owner>>,
-    processes: HashMap<u32, Process>,
-    /// What the last scan could not see: a listener's owner status is decided from it, as the
-    /// listing decides it (`sockstat::join`).
-    unseen: sockstat::join::Unseen,
-    /// The last scan failed as a whole.
-    scan_failed: bool,
-    refreshed: Option<Instant>,
-    scans: u64,
-    /// How the scan reads fd tables: the BPF iterator when the capabilities kept allow it
-    /// (CAP_SYS_ADMIN, kept with -Z, or CAP_BPF and CAP_PERFMON), until it fails once (a
-    /// system-call filter, an old kernel); else `/proc`, so that the iterator is not tried and
-    /// given up at every scan.
-    scan: OwnerScan,
-}
-
-fn listener_inode(s: &sockstat::Socket) -> Option<u64> {
-    (s.state == State::Listen && matches!(s.local, Endpoint::Inet { .. }))
-        .then_some(s.id)
-        .flatten()
-}
-
-impl OwnerCache {
-    fn new(scan: OwnerScan) -> OwnerCache {
-        OwnerCache {
-            by_listener: HashMap::new(),
-            processes: HashMap::new(),
-            unseen: sockstat::join::Unseen::default(),
-            scan_failed: false,
-            refreshed: None,
-            scans: 0,
-            scan,
-        }
-    }
-
-    /// Gives the listeners of every zone their holders and owner status: from the cache when
-    /// every listener is known to it and it is fresh, else from one full owner scan that refills
-    /// it. Returns what the metrics cannot show of them: the scan failed or could not use the
-    /// BPF iterator, or processes that could not be read may hold listeners (the listing's
-    /// `owners-hidden`, counted over the listeners, the sockets whose holders the metrics name).
-    fn fill(
-        &mut self,
-        zones: &mut [ZoneSample],
-        proc_root: &std::path::Path,
-    ) -> Vec<sockstat::Warning> {
-        let listeners: Vec<(Option<u64>, u64)> = zones
-            .iter()
-            .flat_map(|z| {
-                z.snapshot
-                    .sockets
-                    .iter()
-                    .filter_map(listener_inode)
-                    .map(move |i| (z.key, i))
-            })
-            .collect();
-        let stale = self.refreshed.is_none_or(|t| t.elapsed() >= OWNER_REFRESH);
-        let mut warnings = Vec::new();
-        if stale || listeners.iter().any(|l| !self.by_listener.contains_key(l)) {
-            self.scans += 1;
-            self.refreshed = Some(Instant::now());
-            let mut q = Query::new();
-            q.proc_root = proc_root.to_path_buf();
-            q.owner_scan = self.scan;
-            match sockstat::scan_owners(&q) {
-                Ok(scan) => {
-                    if let Some(why) = scan.bpf_unavailable {
-                        // Say it once, and scan /proc from now on without trying again.
-                        warnings.push(sockstat::Warning::new(
-                            sockstat::WarningCode::OwnerScanBpfUnavailable,
-                            format!(
-                                "the BPF owner scan cannot run here ({why}); scanning /proc \
-                                 instead"
-                            ),
-                        ));
-                        self.scan = OwnerScan::Proc;
-                    }
-                    self.unseen = scan.unseen;
-                    self.scan_failed = false;
-                    self.by_listener = listeners
-                        .iter()
-                        .map(|&(zone, id)| {
-                            let holders = scan.index.holders_of(id);
-                            ((zone, id), holders.iter().map(|x| x.owner).collect())
-                        })
-                        .collect();
-                    let mut procs = scan.processes;
-                    self.processes = self
-                        .by_listener
-                        .values()
-                        .flatten()
-                        .filter_map(|o| Some((o.pid, procs.remove(&o.pid)?)))
-                        .collect();
-                }
-                Err(e) => {
-                    // Remember the listeners anyway: a failing scan is retried at the refresh.
-                    self.by_listener = listeners.iter().map(|&l| (l, Vec::new())).collect();
-                    self.processes.clear();
-                    self.scan_failed = true;
-                    warnings.push(sockstat::Warning::new(
-                        sockstat::WarningCode::OwnersUnavailable,
-                        format!("no process information for listeners: {e}"),
-                    ));
-                }
-            }
-        } else {
-            // Forget listeners that closed (and zones that went away), so the cache stays as
-            // small as the listener set.
-            let live: std::collections::HashSet<(Option<u64>, u64)> =
-                listeners.iter().copied().collect();
-            self.by_listener.retain(|l, _| live.contains(l));
-        }
-        let mut shown: Vec<sockstat::Socket> = Vec::new();
-        for z in zones {
-            let snap = &mut z.snapshot;
-            for s in &mut snap.sockets {
-                let owners = listener_inode(s).and_then(|i| self.by_listener.get(&(z.key, i)));
-                if let Some(owners) = owners {
-                    s.owners = owners.clone();
-                    s.owners_status = if self.failed() {
-                        OwnersStatus::Hidden
-                    } else {
-                        sockstat::join::status_of(s, &self.unseen, &self.processes)
-                    };
-                    for o in owners {
-                        if let Some(p) = self.processes.get(&o.pid) {
-                            snap.processes.entry(o.pid).or_insert_with(|| p.clone());
-                        }
-                    }
-                    shown.push(s.clone());
-                }
-            }
-        }
-        if !self.failed() {
-            warnings.extend(sockstat::join::warnings(
-                &shown,
-                &self.unseen,
-                sockstat::privilege::reads_every_fd_table(),
-            ));
-        }
-        warnings
-    }
-
-    /// Whether the last scan failed as a whole (its listeners then have no holder, and may
-    /// have any).
-    fn failed(&self) -> bool {
-        self.scan_failed
-    }
-}
-
-/// What the worker keeps between collections.
-struct Collector {
-    proc_root: PathBuf,
+/// What the worker keeps between collections: the library's collector (doc/architecture.md,
+/// "Use cases"), and what the exposition and the log need besides.
+struct Worker {
+    collector: Collector,
     /// The zone sockstat runs in.
     own: Zone,
     top: usize,
-    owners: OwnerCache,
-    sampler: Sampler,
-    previous: Option<Sample>,
-    /// The sample just taken, being trimmed to what the next collection's diagnosis reads
-    /// (and the one before it dropped) off the scrape's path: the next collection's previous.
-    trimming: Option<std::thread::JoinHandle<Sample>>,
     /// The codes of the warnings last logged: a warning is logged when it appears, not at
     /// every scrape.
     logged: Vec<sockstat::WarningCode>,
-    /// With --events: the events summed by the draining thread, and the drop counter.
-    events: Option<EventsFeed>,
-}
-
-/// What `--events` adds to each collection.
-struct EventsFeed {
-    metrics: Arc<Mutex<EventMetrics>>,
-    drops: DropCounter,
 }
 
 /// One collection, rendered.
@@ -320,126 +146,50 @@ struct Collected {
     zones: usize,
 }
 
-impl Collector {
-    fn new(proc_root: PathBuf, zones: ZoneSelect, top: usize, owner_scan: OwnerScan) -> Collector {
-        let mut q = Query::new();
-        q.owners = false;
-        q.resolve_users = false;
-        q.tcp_info = true;
-        q.memory = true;
-        q.congestion = true;
-        // Every family is keyed by its labels and written in their order, and the diagnosis is
-        // exported as counts by rule and severity: nothing here depends on the sockets' order,
-        // so they are not sorted (render::metrics' test `the_exposition_does_not_depend_on_the_order_of_sockets`).
-        q.sorted = false;
-        // Unix sockets are only counted by state: their names, peers and memory go unread.
-        q.unix_details = false;
-        q.proc_root = proc_root.clone();
-        q.zones = zones;
-        Collector {
-            own: own_zone(&proc_root),
-            proc_root,
-            top,
-            owners: OwnerCache::new(owner_scan),
-            sampler: Sampler::new(&q),
-            previous: None,
-            trimming: None,
-            logged: Vec::new(),
-            events: None,
-        }
-    }
-
+impl Worker {
     fn collect(&mut self) -> anyhow::Result<Collected> {
         let start = Instant::now();
-        if let Some(t) = self.trimming.take() {
-            // A trim that panicked leaves no earlier sample: this collection has no diagnosis.
-            self.previous = t.join().ok();
-        }
-        let mut now = self.sampler.sample().context("listing sockets")?;
-        let owner_warnings = self.owners.fill(&mut now.zones, &self.proc_root);
-        // What the collection could not read (counters, sysctls, zones it may not enter, the
-        // holders of listeners) leaves metrics out: say so in the log when it starts, not at
-        // every scrape.
-        let warnings: Vec<&sockstat::Warning> =
-            now.warnings.iter().chain(&owner_warnings).collect();
-        let codes: Vec<sockstat::WarningCode> = warnings.iter().map(|w| w.code).collect();
-        if codes != self.logged {
-            for w in warnings.iter().filter(|w| !self.logged.contains(&w.code)) {
-                eprintln!("sockstat: warning: {}", w.message);
+        let (own, top, logged) = (&self.own, self.top, &mut self.logged);
+        let rendered = self.collector.collect(|c| {
+            // What the collection could not read (counters, sysctls, zones it may not enter,
+            // the holders of listeners) leaves metrics out: say so in the log when it starts,
+            // not at every scrape.
+            let codes: Vec<sockstat::WarningCode> = c.warnings.iter().map(|w| w.code).collect();
+            if codes != *logged {
+                for w in c.warnings.iter().filter(|w| !logged.contains(&w.code)) {
+                    eprintln!("sockstat: warning: {}", w.message);
+                }
+                *logged = codes;
             }
-            self.logged = codes;
-        }
-        let reports: Vec<sockstat::ports::PortsReport> = now
-            .zones
-            .iter()
-            .map(|z| sockstat::ports::analyze_zone(z, None, None, None))
-            .collect();
-        let findings = self
-            .previous
-            .as_ref()
-            .map(|before| judge(before, &now, &Diagnosis::default()).findings);
-        let zones: Vec<ZoneMetrics<'_>> = now
-            .zones
-            .iter()
-            .zip(&reports)
-            .map(|(z, r)| ZoneMetrics {
-                sample: z,
-                ports: Some(r),
-            })
-            .collect();
-        // The events summed so far, less the namespaces no longer in the collection (their
-        // series end, and a host whose containers come and go does not accumulate them).
-        let events = match &self.events {
-            Some(feed) => {
-                let present: Vec<u64> = now
-                    .zones
-                    .iter()
-                    .filter_map(|z| z.zone.as_ref().and_then(|z| z.netns_inode).or(z.key))
-                    .collect();
-                let mut shared = feed.metrics.lock().unwrap_or_else(|p| p.into_inner());
-                let own = shared.own_netns;
-                shared.retain_zones(|n| Some(n) == own || present.contains(&n));
-                let m = shared.clone();
-                drop(shared);
-                let drops = feed.drops.read().context("reading the drops map")?;
-                Some((m, drops))
-            }
-            None => None,
-        };
-        let mut body = Vec::with_capacity(64 * 1024);
-        metrics::write_snapshot(
-            &MetricsInput {
-                zones: &zones,
-                own: &self.own,
-                top: self.top,
-                findings: findings.as_deref(),
-                events: events.as_ref().map(|(m, d)| (m, Some(d))),
-            },
-            &mut body,
-        )?;
-        drop(zones);
-        let n_zones = now.zones.len();
-        // Diagnosis reads the earlier sample only through its counters and the TCP sockets it
-        // can join by cookie (those with tcp_info): keep just those, to halve what is held
-        // between scrapes on a host full of unix and UDP sockets. Freeing the rest (and the
-        // sample before) is 5 ms at 60k sockets, done on another thread while this scrape is
-        // answered.
-        let before = self.previous.take();
-        self.trimming = Some(std::thread::spawn(move || {
-            drop(before);
-            for z in &mut now.zones {
-                z.snapshot
-                    .sockets
-                    .retain(|s| s.proto == Proto::Tcp && s.cookie.is_some() && s.tcp.is_some());
-                z.snapshot.processes.clear();
-            }
-            now
-        }));
+            let zones: Vec<ZoneMetrics<'_>> = c
+                .sample
+                .zones
+                .iter()
+                .zip(c.ports)
+                .map(|(z, r)| ZoneMetrics {
+                    sample: z,
+                    ports: Some(r),
+                })
+                .collect();
+            let mut body = Vec::with_capacity(64 * 1024);
+            metrics::write_snapshot(
+                &MetricsInput {
+                    zones: &zones,
+                    own,
+                    top,
+                    findings: c.findings,
+                    events: c.events.map(|(m, d)| (m, Some(d))),
+                },
+                &mut body,
+            )
+            .map(|()| (body, c.sample.zones.len()))
+        })?;
+        let (body, zones) = rendered?;
         Ok(Collected {
             body,
             finished: Instant::now(),
             duration: start.elapsed(),
-            zones: n_zones,
+            zones,
         })
     }
 }
@@ -550,13 +300,16 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         ZoneSelect::Current
     };
-    let mut collector = Collector::new(proc_root.clone(), zones, a.top, owner_scan);
+    let mut collector = Collector::new(proc_root.clone(), zones, owner_scan);
     if let Some((tracer, drops)) = events {
-        collector.events = Some(EventsFeed {
-            metrics: drain_events(tracer, all_zones)?,
-            drops,
-        });
+        collector = collector.with_events(drain_events(tracer, all_zones)?, drops);
     }
+    let mut collector = Worker {
+        collector,
+        own: own_zone(&proc_root),
+        top: a.top,
+        logged: Vec::new(),
+    };
     let worker_shared = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("collect".into())
@@ -586,7 +339,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
                         st.last_error = Some(e);
                     }
                 }
-                st.owner_scans = collector.owners.scans;
+                st.owner_scans = collector.collector.owner_scans();
                 st.generation += 1;
                 st.in_flight = false;
                 worker_shared.done.notify_all();
@@ -725,7 +478,6 @@ fn scrape(shared: &Shared, tx: &mpsc::Sender<()>, budget: Duration) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sockstat::{Family, SockType};
 
     #[test]
     fn budgets_parse_in_seconds_and_milliseconds() {
@@ -736,175 +488,5 @@ mod tests {
             let e = parse_budget(bad).unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{e}");
         }
-    }
-
-    fn socket(inode: u64, state: State) -> sockstat::Socket {
-        let mut s = sockstat::Socket::new(
-            Proto::Tcp,
-            Family::Inet,
-            SockType::Stream,
-            state,
-            Endpoint::Inet {
-                addr: "127.0.0.1".parse().unwrap(),
-                port: 8080,
-            },
-            None,
-        );
-        s.id = Some(inode);
-        s.cookie = Some(inode);
-        s.send_q = 128;
-        s.uid = Some(0);
-        s.owners_status = OwnersStatus::NotRequested;
-        s
-    }
-
-    /// The replay fixture's /proc: pid 4242 (sockholder) holds socket:[3331811] as fd 11 and
-    /// socket:[3331812] as fd 12, which pid 4444 holds too, as fd 3.
-    fn fixture_proc() -> PathBuf {
-        PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/replay/basic/proc"
-        ))
-    }
-
-    /// One zone (key `key`) holding `sockets`.
-    fn zone(key: Option<u64>, sockets: Vec<sockstat::Socket>) -> ZoneSample {
-        let mut z = ZoneSample::default();
-        z.key = key;
-        z.snapshot.sockets = sockets;
-        z
-    }
-
-    fn command(z: &ZoneSample, pid: u32) -> Option<String> {
-        z.snapshot
-            .process(pid)
-            .and_then(|p| p.command.as_ref())
-            .map(|c| c.to_string_lossy().into_owned())
-    }
-
-    #[test]
-    fn the_owner_cache_scans_only_for_a_listener_it_does_not_know() {
-        let proc_root = fixture_proc();
-        let mut cache = OwnerCache::new(OwnerScan::Proc);
-        let mut zones = vec![zone(None, vec![socket(3331811, State::Listen)])];
-        assert!(cache.fill(&mut zones, &proc_root).is_empty());
-        assert_eq!(cache.scans, 1);
-        let s = &zones[0].snapshot.sockets[0];
-        assert_eq!(s.owners, vec![Owner::new(4242, 11)]);
-        assert_eq!(s.owners_status, OwnersStatus::Known);
-        assert_eq!(command(&zones[0], 4242).as_deref(), Some("sockholder"));
-
-        // Same listener, plus a connection nobody asked owners for: served from the cache.
-        let mut zones = vec![zone(
-            None,
-            vec![
-                socket(3331811, State::Listen),
-                socket(999_999, State::Established),
-            ],
-        )];
-        cache.fill(&mut zones, &proc_root);
-        assert_eq!(cache.scans, 1);
-        assert_eq!(
-            zones[0].snapshot.sockets[0].owners,
-            vec![Owner::new(4242, 11)]
-        );
-        assert!(zones[0].snapshot.sockets[1].owners.is_empty());
-        assert!(zones[0].snapshot.process(4242).is_some());
-
-        // A new listener inode: one more scan.
-        let mut zones = vec![zone(
-            None,
-            vec![
-                socket(3331811, State::Listen),
-                socket(3331812, State::Listen),
-            ],
-        )];
-        cache.fill(&mut zones, &proc_root);
-        assert_eq!(cache.scans, 2);
-        assert_eq!(
-            zones[0].snapshot.sockets[1].owners,
-            vec![Owner::new(4242, 12), Owner::new(4444, 3)]
-        );
-    }
-
-    /// Issue 31: a listener's status is the listing's (`sockstat::join`), from what the last
-    /// scan could not see: a root-made listener whose only visible holder runs as another user,
-    /// beside a root process the scan could not read, is partial; the warning the log gets
-    /// counts it among the listeners.
-    #[test]
-    fn a_listener_is_partial_to_the_exporter_as_to_the_listing() {
-        let mut cache = OwnerCache::new(OwnerScan::Proc);
-        cache.refreshed = Some(Instant::now());
-        cache
-            .by_listener
-            .insert((None, 7), vec![Owner::new(100, 3)]);
-        cache.processes.insert(100, {
-            let mut p = Process::new(100);
-            p.command = Some(sockstat::RawString::new(b"worker"));
-            p.uid = Some(65534);
-            p
-        });
-        cache.unseen = sockstat::join::Unseen {
-            unreadable: vec![(1, Some(0))],
-            euid: 65534,
-            ..Default::default()
-        };
-        let mut zones = vec![zone(None, vec![socket(7, State::Listen)])];
-        let warnings = cache.fill(&mut zones, std::path::Path::new("/nonexistent"));
-        assert_eq!(cache.scans, 0, "served from the cache");
-        let s = &zones[0].snapshot.sockets[0];
-        assert_eq!(s.owners_status, OwnersStatus::Partial);
-        let hidden: Vec<_> = warnings
-            .iter()
-            .filter(|w| w.code == sockstat::WarningCode::OwnersHidden)
-            .collect();
-        assert_eq!(hidden.len(), 1, "{warnings:?}");
-        assert_eq!(hidden[0].count, Some(1));
-        // The same listener created by the worker's user: its creator is in view.
-        let mut zones = vec![zone(
-            None,
-            vec![{
-                let mut s = socket(7, State::Listen);
-                s.uid = Some(65534);
-                s
-            }],
-        )];
-        assert!(cache
-            .fill(&mut zones, std::path::Path::new("/nonexistent"))
-            .is_empty());
-        assert_eq!(
-            zones[0].snapshot.sockets[0].owners_status,
-            OwnersStatus::Known
-        );
-    }
-
-    #[test]
-    fn one_scan_serves_every_zone_and_listeners_are_known_per_zone() {
-        let proc_root = fixture_proc();
-        let mut cache = OwnerCache::new(OwnerScan::Proc);
-        // Two zones, each with a listener: one scan names both, each zone gets the process
-        // records of its own listeners only.
-        let mut zones = vec![
-            zone(Some(1), vec![socket(3331811, State::Listen)]),
-            zone(Some(2), vec![socket(3331812, State::Listen)]),
-        ];
-        assert!(cache.fill(&mut zones, &proc_root).is_empty());
-        assert_eq!(cache.scans, 1);
-        assert_eq!(
-            zones[1].snapshot.sockets[0].owners,
-            vec![Owner::new(4242, 12), Owner::new(4444, 3)]
-        );
-        assert!(zones[0].snapshot.process(4444).is_none());
-        assert!(zones[1].snapshot.process(4444).is_some());
-        // The same zones again: no scan. A zone that went away is forgotten.
-        let mut zones = vec![zone(Some(2), vec![socket(3331812, State::Listen)])];
-        cache.fill(&mut zones, &proc_root);
-        assert_eq!(cache.scans, 1);
-        assert_eq!(cache.by_listener.len(), 1);
-        // A listener inode known in zone 2 but now seen in a new zone 3 is a new listener.
-        let mut zones = vec![zone(Some(3), vec![socket(3331812, State::Listen)])];
-        cache.fill(&mut zones, &proc_root);
-        assert_eq!(cache.scans, 2);
-        assert_eq!(zones[0].snapshot.sockets[0].owners.len(), 2);
     }
 }

@@ -9,8 +9,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::trace::{Point, Trace};
-use sockstat::{Proto, Snapshot, Socket};
+use sockstat::run::trace::{Follow, Step};
+use sockstat::trace::Point;
+use sockstat::{Snapshot, Socket};
 
 use crate::cli::{SourceArgs, TcpFilters};
 use crate::output::Waits;
@@ -84,16 +85,6 @@ pub struct TraceArgs {
 
 /// The connections of `snap` a trace can follow: TCP with tcp_info, not listening, with the
 /// id and cookie asked for.
-fn candidates<'a>(snap: &'a Snapshot, a: &TraceArgs) -> Vec<&'a Socket> {
-    snap.sockets
-        .iter()
-        .filter(|s| s.proto == Proto::Tcp && s.tcp.is_some() && !s.is_listening())
-        .filter(|s| a.id.is_none_or(|id| s.id == Some(id)))
-        .filter(|s| a.cookie.is_none_or(|c| s.cookie == Some(c)))
-        .collect()
-}
-
-/// `tcp4 192.0.2.1:40000 198.51.100.2:5001 ESTABLISHED iperf3[4121] fd 5`.
 fn describe(snap: &Snapshot, s: &Socket) -> String {
     sockstat::render::events::line(' ', snap, s, false)
         .trim_start()
@@ -120,10 +111,7 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<ExitCode> {
     a.filters.connected_to.ports_only("trace")?;
     let mut q = crate::cli::query(&[&a.filters, &a.source])?;
     q.narrow_to_tcp_internals()?;
-    // Owners are read once, to name the connection; the samples need only the dump (unless an
-    // owner filter must be applied every time).
-    let mut sampling = q.clone();
-    sampling.owners = q.filters_owners() && q.owners;
+    let mut follow = Follow::new(&q, a.id, a.cookie);
 
     let stop = crate::watch::stop_flag()?;
     let interval = Duration::from_secs_f64(a.interval);
@@ -132,87 +120,65 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<ExitCode> {
     let mut deadline = Instant::now() + Duration::from_secs_f64(a.duration);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let mut trace: Option<Trace> = None;
     let mut title = String::new();
-    let mut start = Instant::now();
     let mut next_at = Instant::now();
     let mut waited = false;
-    let mut warnings: Vec<sockstat::Warning> = Vec::new();
     while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        let snap = sockstat::collect(if trace.is_some() { &sampling } else { &q })?;
-        // Every kind of warning any sample raised, once (a dump interrupted mid-trace too).
-        for w in &snap.warnings {
-            if !warnings.iter().any(|x| x.code == w.code) {
-                warnings.push(w.clone());
+        match follow.step()? {
+            Step::Waiting if !waited => {
+                crate::output::announce_wait(
+                    Waits::Announced,
+                    &format!(
+                        "no TCP connection matches the filters yet; waiting up to {} s for one",
+                        a.duration
+                    ),
+                    "Ctrl-C stops",
+                );
+                waited = true;
             }
-        }
-        match &mut trace {
-            None => {
-                let found = candidates(&snap, a);
-                match found.len() {
-                    0 => {
-                        if !waited {
-                            crate::output::announce_wait(
-                                Waits::Announced,
-                                &format!(
-                                    "no TCP connection matches the filters yet; waiting up to {} s for one",
-                                    a.duration
-                                ),
-                                "Ctrl-C stops",
-                            );
-                            waited = true;
-                        }
-                    }
-                    1 => {
-                        let s = found[0];
-                        start = Instant::now();
-                        deadline = start + Duration::from_secs_f64(a.duration);
-                        title = describe(&snap, s);
-                        crate::output::announce_wait(
-                            Waits::Announced,
-                            &format!(
-                                "tracing {title} for up to {} s, or until it closes",
-                                a.duration
-                            ),
-                            "Ctrl-C stops and keeps what was sampled",
-                        );
-                        let mut t = Trace::new(s);
-                        if let Some(p) = Point::of(s, 0.0) {
-                            emit(&mut out, json, &p)?;
-                            t.push(s, p);
-                        }
-                        trace = Some(t);
-                    }
-                    n => {
-                        let shown: Vec<String> =
-                            found.iter().take(3).map(|s| describe(&snap, s)).collect();
-                        return Err(crate::usage(format!(
-                            "{n} TCP connections match ({}{}): narrow the filters to one with --id, --cookie, --pid, --sport, --dport, --src or --dst",
-                            shown.join("; "),
-                            if n > 3 { "; ..." } else { "" }
-                        )));
-                    }
+            Step::Found {
+                snapshot,
+                socket,
+                point,
+            } => {
+                let start = follow.started().unwrap_or_else(Instant::now);
+                deadline = start + Duration::from_secs_f64(a.duration);
+                title = describe(&snapshot, &snapshot.sockets[socket]);
+                crate::output::announce_wait(
+                    Waits::Announced,
+                    &format!(
+                        "tracing {title} for up to {} s, or until it closes",
+                        a.duration
+                    ),
+                    "Ctrl-C stops and keeps what was sampled",
+                );
+                if let Some(p) = point {
+                    emit(&mut out, json, &p)?;
                 }
             }
-            Some(t) => {
-                let now = start.elapsed().as_secs_f64();
-                match snap.sockets.iter().find(|s| t.is_of(s)) {
-                    Some(s) => {
-                        if let Some(p) = Point::of(s, now) {
-                            emit(&mut out, json, &p)?;
-                            t.push(s, p);
-                        }
-                    }
-                    None => {
-                        t.closed_at_s = Some(now);
-                        break;
-                    }
-                }
+            Step::Several { snapshot, matching } => {
+                let n = matching.len();
+                let shown: Vec<String> = matching
+                    .iter()
+                    .take(3)
+                    .map(|&i| describe(&snapshot, &snapshot.sockets[i]))
+                    .collect();
+                return Err(crate::usage(format!(
+                    "{n} TCP connections match ({}{}): narrow the filters to one with --id, --cookie, --pid, --sport, --dport, --src or --dst",
+                    shown.join("; "),
+                    if n > 3 { "; ..." } else { "" }
+                )));
             }
+            Step::Point(Some(p)) => emit(&mut out, json, &p)?,
+            Step::Closed => break,
+            // Still waiting (announced once), a sample without a point, or a step this command
+            // does not know yet: nothing to show.
+            _ => {}
         }
         crate::watch::wait_for_next(&stop, &mut next_at, interval, Some(deadline));
     }
-    let Some(trace) = trace else {
+    let warnings = follow.warnings().to_vec();
+    let Some(trace) = follow.into_trace() else {
         anyhow::bail!(
             "no TCP connection matched the filters within {} s",
             a.duration

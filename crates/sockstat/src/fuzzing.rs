@@ -160,7 +160,7 @@ pub fn listing(data: &[u8]) -> usize {
         processes,
         ..Snapshot::default()
     };
-    sys::sort_sockets(&mut snap.sockets, &snap.zones);
+    crate::order::sort_sockets(&mut snap.sockets, &snap.zones);
 
     let mut opts = Options::new();
     opts.tcp = flags & 1 != 0;

@@ -118,7 +118,7 @@ impl Unseen {
 /// Gives every socket its holders from `index` and its [`OwnersStatus`], from evidence: what
 /// the scan could not see (`unseen`), never from which processes a filter had read. Call it
 /// with an index that holds every holder of these sockets the scan could see (a listing under
-/// `--pid` completes its index first: `sys::collect`), before the owner filters cut the holder
+/// `--pid` completes its index first: `run::list`), before the owner filters cut the holder
 /// lists.
 ///
 /// A process that could not be read (or, under `hidepid`, seen) may hold a socket when it

@@ -193,7 +193,7 @@ pub fn select(mut snap: Snapshot, q: &Query, cookies: Option<&[u64]>) -> Snapsho
         .collect();
     snap.processes.retain(|pid, _| referenced.contains(pid));
     // The warnings that count sockets count the ones kept.
-    crate::sys::recount_shown_warnings(q, &mut snap);
+    crate::run::list::recount_shown_warnings(q, &mut snap);
     snap
 }
 

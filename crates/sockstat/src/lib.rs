@@ -113,6 +113,7 @@ pub mod fuzzing;
 pub mod join;
 pub mod kill;
 pub mod model;
+mod order;
 mod parallel;
 pub mod ports;
 pub mod privilege;
@@ -135,8 +136,8 @@ pub use model::{
 };
 pub use query::{FilterError, OwnerScan, PortSet, Query, Source, ZoneSelect};
 pub use run::diagnose::Diagnosis;
+pub use run::sampler::Sampler;
 pub use sample::{Sample, ZoneSample};
-pub use sys::sampler::Sampler;
 pub use zone::{Zone, ZoneKind};
 
 use std::net::IpAddr;
@@ -150,7 +151,7 @@ struct LibraryGuide;
 
 /// Runs a query against the running system and returns what it saw.
 pub fn collect(query: &Query) -> Result<Snapshot, Error> {
-    sys::collect(query)
+    run::list::collect(query)
 }
 
 /// With `SOCKSTAT_TIMINGS` set, prints on stderr how long `phase` took since the library's last
@@ -199,15 +200,7 @@ pub fn diagnose_with(
 /// (`query.proc_root`, `query.owner_scan`, `query.pids`), without the socket dump: what the
 /// exporter's owner cache refreshes from.
 pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
-    let (scan, bpf_refused) =
-        sys::owners::scan_any(query, sys::scan_threads(), sys::walk_threads(false), None);
-    let scan = scan?;
-    Ok(join::Owners {
-        unseen: sys::unseen_of(query, scan.unreadable, &scan.failed),
-        index: join::OwnerIndex::new(scan.holders),
-        processes: scan.processes,
-        bpf_unavailable: bpf_refused.map(|e| e.to_string()),
-    })
+    run::list::scan_owners(query)
 }
 
 /// The zone (network namespace) sockstat runs in, named as `-Z` names it (`global` on the

@@ -48,6 +48,7 @@ const FLOORS: &[(&str, Floor)] = &[
     ("events", Analysis),
     ("trace", Analysis),
     ("top", Analysis),
+    ("order", Analysis),
     ("sys", Gathering),
     ("run", UseCase),
     ("kill", UseCase),

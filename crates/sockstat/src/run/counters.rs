@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::counters::{self, CounterReport};
 use crate::query::Query;
+use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::sys::sampler::Sampler;
 use crate::Error;
 
 /// The counters of the zones `asked` selects (its zones and `proc_root`; the rest of it is not

@@ -8,8 +8,8 @@ use std::time::Duration;
 use crate::diagnose::MeasuredConnects;
 use crate::diagnose::{self, Options, Report, RuleId};
 use crate::model::{Warning, WarningCode};
+use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::sys::sampler::Sampler;
 use crate::{Error, Query};
 
 /// How a diagnosis is run beside its samples.

@@ -3,25 +3,34 @@
 //! command, the Python binding and the exporter to render. Nothing below this floor imports it;
 //! the renderers read the reports it returns.
 //!
+//! - [`list`]: the listing (`sockstat`, [`crate::collect`], Python's `sockets()`);
+//! - `sampler`: one sample of every zone a query selects, the listing and each zone's counters
+//!   ([`crate::Sampler`]), which the two-sample views below take;
 //! - [`diagnose`]: the two-sample diagnosis (`sockstat diagnose`, `sockstat.diagnose()`);
 //! - [`ports`]: ephemeral ports and TIME-WAIT (`sockstat ports`, `sockstat.ports()`);
 //! - [`counters`]: the kernel's counters (`sockstat counters`, `sockstat.counters()`);
 //! - [`events`] and [`drops`]: the probes' readers (`sockstat events`, `sockstat drops`, the
 //!   exporter's event metrics);
-//! - [`top`]: the live view's refreshes (`sockstat top`).
+//! - [`exporter`]: the exporter's collection (`sockstat serve`);
+//! - [`top`]: the live view's refreshes (`sockstat top`);
+//! - [`trace`]: one connection followed over time (`sockstat trace`).
 
 pub mod counters;
 pub mod diagnose;
 pub mod drops;
 pub mod events;
+pub mod exporter;
+pub mod list;
 pub mod ports;
+pub(crate) mod sampler;
 pub mod top;
+pub mod trace;
 
 use std::time::{Duration, Instant};
 
 use crate::events::{Clock, ConnEvent};
+use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::sys::sampler::Sampler;
 use crate::Error;
 
 /// Waits until `until`, handing every connection event `tracer` reads meanwhile to `each`

@@ -8,7 +8,7 @@ use crate::events::openers::Openers;
 use crate::model::{Proto, Warning};
 use crate::ports::{analyze_zone, PortsReport};
 use crate::query::Query;
-use crate::sys::sampler::Sampler;
+use crate::run::sampler::Sampler;
 use crate::Error;
 
 /// What [`run`] found.

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use crate::events::{ConnEvent, EventKind, Lost};
 use crate::query::Query;
 use crate::run::events::{Tracer, UserNames};
+use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::sys::sampler::Sampler;
 use crate::{Diagnosis, Error};
 
 use crate::top::{measure, Close, EventCoverage, Interval, Report};

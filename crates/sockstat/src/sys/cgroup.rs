@@ -4,10 +4,13 @@
 //! does the same walk). The id is the cgroup of the process that created the socket, at creation
 //! time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use crate::model::{counted, Snapshot, Socket, Warning, WarningCode};
+use crate::query::Query;
 
 /// Where the cgroup2 hierarchy is mounted, from `mountinfo` text
 /// ([`sockstat_wire::mountinfo::cgroup2_mount`]).
@@ -50,4 +53,72 @@ pub fn id_paths(mount: &Path) -> (HashMap<u64, String>, Vec<String>) {
         }
     }
     (out, unreadable)
+}
+
+/// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.
+pub(crate) fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
+    let mountinfo_path = q.proc_root.join("self/mountinfo");
+    let mountinfo = match super::procfs::read_to_string(&mountinfo_path) {
+        Ok(t) => t,
+        Err(e) => {
+            snap.warnings.push(Warning {
+                code: WarningCode::CgroupUnknown,
+                count: None,
+                message: format!(
+                    "cannot read {}: {e}; sockets' cgroups cannot be named (the CGROUP column shows ?)",
+                    mountinfo_path.display()
+                ),
+                details: vec![],
+            });
+            return;
+        }
+    };
+    let Some(mount) = cgroup2_mount(&mountinfo) else {
+        snap.warnings.push(Warning {
+            code: WarningCode::Cgroup2Unmounted,
+            count: None,
+            message: "no cgroup2 hierarchy is mounted here, so sockets' cgroups cannot be named \
+                      (the CGROUP column shows ?); mount one (mount -t cgroup2 none /sys/fs/cgroup) \
+                      or use the owner columns"
+                .into(),
+            details: vec![],
+        });
+        return;
+    };
+    let wanted: HashSet<u64> = sockets.iter().filter_map(|s| s.cgroup_id).collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let (all, unlisted) = id_paths(&mount);
+    let mut missing = 0;
+    for id in wanted {
+        match all.get(&id) {
+            Some(p) => {
+                snap.cgroups.insert(id, p.clone());
+            }
+            None => missing += 1,
+        }
+    }
+    if missing > 0 {
+        let why = if unlisted.is_empty() {
+            "removed since the socket was made, or in another cgroup namespace".to_string()
+        } else {
+            format!(
+                "{} could not be listed (-v for which), or the cgroups were removed since the \
+                 socket was made",
+                counted(unlisted.len(), "directory", "directories")
+            )
+        };
+        snap.warnings.push(
+            Warning::new(
+                WarningCode::CgroupUnknown,
+                format!(
+                    "{missing} cgroup ids of sockets have no directory under {} ({why})",
+                    mount.display()
+                ),
+            )
+            .count(missing)
+            .details(unlisted),
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! mask and port/address filters pushed into the kernel request, and `/proc/net/*` text as the
 //! fallback for any family whose dump fails (or for all of them with `Source::Proc`).
 //!
-//! Produces model [`Socket`]s; owners are joined later by `sys::collect`.
+//! Produces model [`Socket`]s; owners are joined later by the listing (`run::list`).
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -240,7 +240,7 @@ fn filter_program(q: &Query) -> Option<Vec<u8>> {
 pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     match Dumps::new(q, ext, net_dir) {
         Some(d) => {
-            let threads = super::cores()
+            let threads = crate::parallel::cores()
                 .unwrap_or(1)
                 .min(MAX_DUMP_THREADS)
                 .min(d.targets.len());
@@ -367,7 +367,7 @@ impl<'a> Dumps<'a> {
         move_in_parallel(
             &mut g.sockets,
             &mut parts,
-            super::cores().unwrap_or(1).min(4),
+            crate::parallel::cores().unwrap_or(1).min(4),
         );
         for mut part in parts {
             while !part.sockets.is_empty() {
@@ -384,12 +384,12 @@ impl<'a> Dumps<'a> {
 
 /// Moves the parts' sockets to the end of `into` on `threads` threads, when there are enough to be
 /// worth it and few enough that holding the parts and the whole at once costs little (the
-/// bound of the parallel sort, `super::PARALLEL_MAX`): the move took 4 ms on one core at 60k
+/// bound of the parallel sort, `crate::parallel::PARALLEL_MAX`): the move took 4 ms on one core at 60k
 /// sockets, much of it page faults on the memory the vector grows into. Otherwise the parts are
 /// left for the caller to move a slice at a time.
 fn move_in_parallel(into: &mut Vec<Socket>, parts: &mut [Gathered], threads: usize) {
     let moved: usize = parts.iter().map(|p| p.sockets.len()).sum();
-    if threads < 2 || moved < 8192 || into.len() + moved > super::PARALLEL_MAX {
+    if threads < 2 || moved < 8192 || into.len() + moved > crate::parallel::PARALLEL_MAX {
         return;
     }
     into.reserve_exact(moved);

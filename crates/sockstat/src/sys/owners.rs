@@ -1081,6 +1081,24 @@ fn itoa_pid(pid: u32) -> std::ffi::CString {
     std::ffi::CString::new(pid.to_string()).unwrap_or_default()
 }
 
+/// What a scan could not see, as [`crate::join::join`] takes it: the processes it could not read
+/// (`unreadable`, `failed`), whether `hidepid` hides others, and whose eyes these are.
+pub(crate) fn unseen_of(
+    q: &Query,
+    unreadable: Vec<(u32, Option<u32>)>,
+    failed: &[(u32, Option<u32>, rustix::io::Errno)],
+) -> crate::join::Unseen {
+    crate::join::Unseen {
+        unreadable,
+        failed: failed
+            .iter()
+            .map(|(pid, uid, e)| (*pid, *uid, std::io::Error::from(*e).to_string()))
+            .collect(),
+        hidepid: hidepid_hides_others(&q.proc_root),
+        euid: rustix::process::geteuid().as_raw(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

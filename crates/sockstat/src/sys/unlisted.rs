@@ -17,29 +17,9 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use super::OwnerPlan;
 use crate::join::OwnerIndex;
 use crate::model::{Endpoint, Family, Owner, Proto, RawString, SockType, Socket, State};
-use crate::query::{Families, Query, Source};
-
-/// Whether a listing looks for the sockets no table lists: when rows of kind other can pass
-/// its filters (no `-P`, no state, role or address filter), and its scan reads every socket fd
-/// of the processes it reads: the full listing (with no family singled out: under `-4` every
-/// unix socket would be one to ask the kernel about), and `--pid`, `--command`.
-pub(super) fn wanted(q: &Query, plan: OwnerPlan) -> bool {
-    let can_pass = q.protos.is_none()
-        && q.states.is_none()
-        && q.connected == q.listening
-        && !q.inet_only()
-        && q.connected_to.is_none()
-        && !matches!(q.source, Source::Replay(_));
-    can_pass
-        && match plan {
-            OwnerPlan::All => q.families == Families::default(),
-            OwnerPlan::Candidates => true,
-            OwnerPlan::Off | OwnerPlan::Shown => false,
-        }
-}
+use crate::query::Query;
 
 /// What the kernel says of a socket through a holder's fd.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,7 +134,7 @@ fn may_be_unlisted(q: &Query, kind: &KernelKind) -> bool {
 /// namespaces the listing reads: a holder must run in one of them (its `ns/net`), which is the
 /// namespace the row is put in. `zones` is the listing's (empty: the namespace sockstat runs
 /// in). Sockets that are gone by the time they are asked about are left out.
-pub(super) fn sockets(
+pub(crate) fn sockets(
     q: &Query,
     index: &OwnerIndex,
     listed: &[Socket],
@@ -258,7 +238,7 @@ fn netns_of(proc_fd: &OwnedFd, pid: &str) -> Option<u64> {
 /// Gives netlink sockets the uid netlink_diag does not send, from a holder's fd ([`probe`]):
 /// with it a socket whose creator holds it is `known` rather than `partial`
 /// (`join::join`). Sockets no process the scan read holds keep none.
-pub(super) fn fill_uids(q: &Query, index: &OwnerIndex, sockets: &mut [Socket]) {
+pub(crate) fn fill_uids(q: &Query, index: &OwnerIndex, sockets: &mut [Socket]) {
     if !sockets
         .iter()
         .any(|s| s.proto == Proto::Netlink && s.uid.is_none())

@@ -81,7 +81,7 @@ impl Sampler {
         let mut snapshot = if self.sockets {
             let mut q = q.clone();
             q.zones = self.query.zones.clone();
-            crate::sys::collect_in(&q, selected)?
+            crate::run::list::collect_in(&q, selected)?
         } else {
             Snapshot {
                 warnings: selected.map(|(_, w)| w).unwrap_or_default(),
