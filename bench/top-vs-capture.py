@@ -3,7 +3,7 @@
 TCP flows, their ground truth, a line stamper for the tools' output, and the comparison.
 
   top-vs-capture.py recv PORT LOG          accept one connection on PORT, read it to the end;
-                                           every 50 ms log "wall_time bytes", the bytes the
+                                           every 20 ms log "wall_time bytes", the bytes the
                                            kernel took so far (read + waiting to be read)
   top-vs-capture.py send HOST PORT RATE S  connect, write RATE bytes/s for S seconds, paced by
                                            bytes per elapsed time (it catches up after a late wake)
@@ -49,14 +49,14 @@ def recv(port, log):
     with open(log, "w", buffering=1) as out:
         out.write(f"{time.time():.6f} 0\n")
         while True:
-            r, _, _ = select.select([s], [], [], 0.05)
+            r, _, _ = select.select([s], [], [], 0.02)
             if r:
                 b = s.recv(1 << 20)
                 if not b:
                     break
                 total += len(b)
             now = time.time()
-            if now - last >= 0.05:
+            if now - last >= 0.02:
                 # What the kernel took: read, plus what waits to be read (FIONREAD), so that a
                 # read this process makes late on a busy machine does not move bytes between
                 # intervals.
@@ -126,6 +126,11 @@ class Truth:
 
     def covers(self, t0, t1):
         return self.t and self.t[0] <= t0 and t1 <= self.t[-1]
+
+    def gap(self, t):
+        """The time between the log's lines on either side of t: what interpolation spans."""
+        i = bisect.bisect_left(self.t, t)
+        return self.t[i] - self.t[i - 1] if 0 < i < len(self.t) else float("inf")
 
 
 def parse_sockstat(path, flows):
@@ -211,7 +216,7 @@ def analyse(d):
     }
     print(
         f"{'tool':<10} {'units':<14} {'cpu user+sys s':>14} {'wall s':>7} {'core %':>7}  "
-        f"{'flow':<22} {'true B/s':>10} {'n':>3} {'median err':>10} {'worst err':>10}"
+        f"{'flow':<22} {'true B/s':>10} {'n':>3} {'median err':>10} {'worst err':>10} {'left out':>8}"
     )
     for tool, parse in parsers.items():
         path = os.path.join(d, f"{tool}.out")
@@ -232,12 +237,17 @@ def analyse(d):
         for name, fl in flows.items():
             ends = sorted(set(first.get(name, [])))
             skip = set(ends[:5])
-            errs, trues = [], []
+            errs, trues, holes = [], [], 0
             for end, win, n, v in samples:
                 if n != name or end in skip or v is None:
                     continue
                 t = truths[name]
                 if not t.covers(end - win, end):
+                    continue
+                # An end the log cannot place (its process held up for over 100 ms): left out,
+                # and counted.
+                if max(t.gap(end - win), t.gap(end)) > 0.1:
+                    holes += 1
                     continue
                 true = t.rate(end - win, end)
                 trues.append(true)
@@ -248,7 +258,7 @@ def analyse(d):
                 print(
                     f"{tool:<10} {units[tool]:<14} {u:>6.2f}+{s:<6.2f}  {e:>7.1f} "
                     f"{share:>6.1f}%  {label:<22} {statistics.median(trues):>10.0f} "
-                    f"{len(errs):>3} {statistics.median(errs):>+9.1f}% {worst:>+9.1f}%"
+                    f"{len(errs):>3} {statistics.median(errs):>+9.1f}% {worst:>+9.1f}% {holes:>8}"
                 )
             else:
                 print(

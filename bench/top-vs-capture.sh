@@ -11,8 +11,11 @@
 # where the packet tools cannot tell the sender's bytes from the receiver's.
 #
 # The senders pace by bytes per elapsed time, in writes of 5 ms of their rate; the truth is each
-# receiver's log, every 50 ms with the wall time, of the bytes its kernel took (read, plus
-# waiting to be read: FIONREAD). The tools then run one after the other over the same
+# receiver's log, every 20 ms with the wall time, of the bytes its kernel took (read, plus
+# waiting to be read: FIONREAD). Senders and receivers run SCHED_FIFO (chrt -f 10; they sleep
+# most of the time), so that a busy machine neither stalls a flow nor leaves a hole in its log
+# (a sender held up for 90 ms and then catching up put a burst beside an interval's end, which
+# the log, interpolated, could not place). The tools then run one after the other over the same
 # flows, SECONDS refreshes of 1 s each, under /usr/bin/time (user + system CPU over wall):
 #   sockstat top --batch --json --interval 1 --by connection --count SECONDS
 #   nethogs -t -d 1 -c SECONDS DEV               (trace mode, -a on lo; KB/s, KB = 1024 bytes)
@@ -22,18 +25,26 @@
 # the tool's own window (sockstat: interval_s; nethogs and bandwhich: the last 5 s, over which
 # both average), from its 6th refresh on. Run as root from the workspace root after
 # `cargo build --release -p sockstat-cli`:
-#   sh bench/top-vs-capture.sh [SECONDS [veth|lo]]          # default 25 veth; ~2 min at 25
+#   sh bench/top-vs-capture.sh [SECONDS [veth|lo [own|host]]]   # default 25 veth own; ~80 s at 25
+# The tools find each socket's process by reading every process's descriptors, so their CPU
+# grows with what else runs: by default the run is in a pid namespace of its own, where the
+# flows' six processes are all there is ("host": beside every process of the host).
 # NETHOGS and BANDWHICH name the binaries if they are not on PATH; SOCKSTAT the sockstat binary.
 set -eu
 ROOT=$(pwd)
 D=${1:-25}
 LINK=${2:-veth}
+PROCS=${3:-own}
+case $PROCS in own|host) ;; *) echo "top-vs-capture: processes must be own or host, not '$PROCS'" >&2; exit 2 ;; esac
+if [ "$PROCS" = own ] && [ -z "${TVC_INNER:-}" ]; then
+  TVC_INNER=1 exec unshare --pid --fork --mount --mount-proc sh "$0" "$@"
+fi
 S=${SOCKSTAT:-$ROOT/target/release/sockstat}
 NH=${NETHOGS:-nethogs}
 BW=${BANDWHICH:-bandwhich}
 PY="$(python3 -c "import sys; print(sys.executable)") $ROOT/bench/top-vs-capture.py"
 case $LINK in veth|lo) ;; *) echo "top-vs-capture: link must be veth or lo, not '$LINK'" >&2; exit 2 ;; esac
-for b in "$S" "$NH" "$BW" python3 /usr/bin/time stdbuf timeout; do
+for b in "$S" "$NH" "$BW" python3 /usr/bin/time stdbuf timeout chrt; do
   command -v "$b" >/dev/null || { echo "top-vs-capture: $b not found" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "top-vs-capture: run as root (namespaces, packet capture)" >&2; exit 2; }
@@ -78,14 +89,14 @@ f2 5002 1000000 $NB $A $BADDR send
 f3 5003 2000000 $A $NB $AADDR recv"
 total=$((3 * (D + 5) + 8))
 echo "$flows" | while read -r name port rate rns sns addr side; do
-  PIDFILE=$dir/recv.$name.pid ip netns exec "$rns" $PY recv "$port" "$dir/truth.$name" 2> "$dir/recv.$name.err" &
+  PIDFILE=$dir/recv.$name.pid ip netns exec "$rns" chrt -f 10 $PY recv "$port" "$dir/truth.$name" 2> "$dir/recv.$name.err" &
 done
 for name in f1 f2 f3; do
   for i in $(seq 1 100); do [ -f "$dir/truth.$name.ready" ] && break; sleep 0.1; done
   [ -f "$dir/truth.$name.ready" ] || { echo "top-vs-capture: receiver $name did not start" >&2; exit 1; }
 done
 echo "$flows" | while read -r name port rate rns sns addr side; do
-  PIDFILE=$dir/send.$name.pid ip netns exec "$sns" $PY send "$addr" "$port" "$rate" "$total" 2> "$dir/send.$name.err" &
+  PIDFILE=$dir/send.$name.pid ip netns exec "$sns" chrt -f 10 $PY send "$addr" "$port" "$rate" "$total" 2> "$dir/send.$name.err" &
 done
 for name in f1 f2 f3; do
   for i in $(seq 1 100); do [ -f "$dir/send.$name.pid" ] && break; sleep 0.1; done
@@ -98,6 +109,7 @@ done | paste -sd, | sed 's/^/{/;s/$/}/' > "$dir/flows.json"
 
 echo "top-vs-capture: $LINK, flows $(cat "$dir/flows.json")"
 echo "load before: $(uptime)"
+echo "processes the tools see: $(ls /proc | grep -c '^[0-9]'), their descriptors: $(ls /proc/[0-9]*/fd 2>/dev/null | grep -c '^[0-9]')"
 sleep 3
 
 packets() { ip netns exec "$A" cat "/sys/class/net/$DEV/statistics/tx_packets" "/sys/class/net/$DEV/statistics/rx_packets" | paste -sd' '; }
