@@ -145,6 +145,7 @@ impl Live {
     pub fn refresh(&mut self) -> Result<Report, Error> {
         self.drain();
         let time = std::time::SystemTime::now();
+        let taken_monotonic_ns = crate::events::Clock::monotonic_now();
         let after = Arc::new(self.sampler.sample()?);
         self.drain();
         let lost_now = self
@@ -180,6 +181,7 @@ impl Live {
                 },
                 diagnosis,
                 time: Some(time),
+                taken_monotonic_ns: Some(taken_monotonic_ns),
                 own_zone: self.own_zone.clone(),
             },
         );

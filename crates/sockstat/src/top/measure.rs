@@ -27,6 +27,11 @@ pub struct Interval {
     pub diagnosis: diagnose::Report,
     /// When the later sample was taken (wall clock).
     pub time: Option<SystemTime>,
+    /// When the later sample was taken on the monotonic clock of the events' timestamps
+    /// ([`ConnEvent::monotonic_ns`]): a connection in neither sample that closed at or after it
+    /// opened and closed after the later dump began, and waits for the next interval
+    /// ([`Report::carried`]). `None`: every such close counts in this interval.
+    pub taken_monotonic_ns: Option<u64>,
     /// The zone name of the namespace sockstat runs in, for samples taken without zones.
     pub own_zone: Option<String>,
 }
@@ -112,14 +117,23 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
         }
     }
     // Close events by cookie: those of connections still in the later sample wait for the
-    // next interval (they closed after its dump).
+    // next interval (they closed after its dump), and so do those of connections in neither
+    // sample that closed after the later dump began: the events are drained after the sample,
+    // which takes a while (a tenth of a second at 10k connections per second on a busy
+    // machine), and counting them here would move them into the interval before their own.
+    // A connection of the earlier sample is this interval's whenever it closed: the next
+    // interval's earlier sample does not have it.
     let mut carried = Vec::new();
     let mut closes: HashMap<u64, Close> = HashMap::new();
     for c in interval.closes {
         if c.event.kind != EventKind::Close {
             continue;
         }
-        if later.contains(&c.event.cookie) {
+        let after_dump = interval
+            .taken_monotonic_ns
+            .is_some_and(|t| c.event.monotonic_ns >= t)
+            && !earlier.contains_key(&c.event.cookie);
+        if later.contains(&c.event.cookie) || after_dump {
             carried.push(c);
         } else {
             closes.insert(c.event.cookie, c);

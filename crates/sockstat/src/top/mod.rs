@@ -25,7 +25,8 @@
 //!   known, and the warning `closed-uncounted` says how many connections that concerns;
 //! - in neither (opened and closed between two dumps): from its close event, the payload of its
 //!   whole life; without connection events it is not seen at all, and the warning
-//!   `short-connections-uncounted` says so.
+//!   `short-connections-uncounted` says so. A close after the later dump began counts in the
+//!   next interval (the events are read after the dump).
 //!
 //! Sockets of other protocols (UDP, raw, ...) have no byte counters the kernel reports: their
 //! rates are unknown (`None`), never 0, and their queues and drops are shown instead. Unix
@@ -249,8 +250,10 @@ pub struct Report {
     /// TIME-WAIT entries in the later sample (not rows: they belong to no process and have no
     /// counters).
     pub time_wait: u64,
-    /// Close events of connections still in the later sample (they closed after its dump):
-    /// [`crate::run::top::Live`] hands them to the next interval.
+    /// Close events of connections still in the later sample (they closed after its dump), and
+    /// of connections in neither sample that closed after the later dump began
+    /// ([`Interval::taken_monotonic_ns`]): [`crate::run::top::Live`] hands them to the next
+    /// interval.
     pub carried: Vec<Close>,
 }
 
