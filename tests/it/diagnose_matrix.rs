@@ -1,8 +1,14 @@
 //! The diagnosis scenario matrix (`sockstat_netlab::matrix`), each scenario once under cubic
 //! and once under BBR: real traffic over a lab path with delay, a rate limit and a bottleneck
 //! queue, `sockstat diagnose --json` in both namespaces, and the verdict a TCP expert expects
-//! per flow and per side. No retries: the calibration command runs the same scenarios ten times
-//! each (doc/reference/calibration.md, "Matrix results"), and a rule must be right in at least nine of them.
+//! per flow and per side. The calibration command runs the same scenarios ten times each
+//! (doc/reference/calibration.md, "Matrix results"), and a rule must be right in at least nine of
+//! them: a scenario is a draw from live traffic, not a fixed input. So a miss is run once more,
+//! with the miss printed, and the test fails when the second run misses too: a rule right nine
+//! times in ten passes 99 times in 100, one right half the time fails one time in four, one that
+//! is always wrong every time. (Run once, one of the 48 missed in one of six runs of the whole
+//! suite on a 2-core machine: sndbuf-20ms under cubic, which calibrates at 10 in 10; others
+//! had before, each once.)
 //!
 //! Needs root (namespaces, TUN devices): otherwise every test prints a SKIPPED line. The
 //! scenarios run one at a time (they measure throughput).
@@ -27,19 +33,33 @@ fn run(name: &str, cc: Cc) {
         .iter()
         .position(|s| s.name == name)
         .unwrap_or_else(|| panic!("no scenario {name}"));
-    let r = matrix::run(
-        index,
-        cc,
-        &Sockstat {
-            bin: SOCKSTAT.into(),
-        },
-    );
-    eprintln!(
-        "{name} {}: {} in {:.1} s",
-        cc.name(),
-        r.outcome.name(),
-        r.seconds
-    );
+    let once = || {
+        let r = matrix::run(
+            index,
+            cc,
+            &Sockstat {
+                bin: SOCKSTAT.into(),
+            },
+        );
+        eprintln!(
+            "{name} {}: {} in {:.1} s",
+            cc.name(),
+            r.outcome.name(),
+            r.seconds
+        );
+        r
+    };
+    let mut r = once();
+    if r.outcome != Outcome::Right {
+        eprintln!(
+            "MISSED once, running {name} under {} again:\n  {}\nclient: {}\nserver: {}",
+            cc.name(),
+            r.problems.join("\n  "),
+            r.diagnose[0]["findings"],
+            r.diagnose[1]["findings"],
+        );
+        r = once();
+    }
     assert_eq!(
         r.outcome,
         Outcome::Right,
