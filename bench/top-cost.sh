@@ -27,5 +27,6 @@ for n in "$@"; do
          "cpu_share_of_one_core $(echo "scale=4; ($u + $s) / $e" | bc) peak_rss_kib $m last_totals $conns" \
          "stderr_lines $(wc -l < err.out)"
     kill $g; wait
+    cd / && umount /tmp/sgtop && rmdir /tmp/sgtop
   ' sh "$ROOT" "$n" "$count"
 done
