@@ -477,8 +477,8 @@ pub fn order_ties_by_owner(sockets: &mut [Socket]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::State;
     use crate::ports::tests::sock;
-    use crate::State;
 
     fn listener(inode: u64, uid: u32) -> Socket {
         let mut s = sock(State::Listen, ("0.0.0.0", 80), None);

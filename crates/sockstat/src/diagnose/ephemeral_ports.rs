@@ -152,7 +152,7 @@ mod tests {
         // 100-port range with 20 reserved: 80 usable; 40 connections are 50%.
         let mut cx = c((40000, 40099));
         cx.sysctls.ip_local_reserved_ports =
-            Some(crate::PortSet::from_ranges(vec![(40080, 40099)]));
+            Some(crate::query::PortSet::from_ranges(vec![(40080, 40099)]));
         let f = only(
             run(clients(40, 0), clients(40, 0), &cx),
             RuleId::EphemeralPorts,

@@ -308,7 +308,7 @@ pub fn sysctls() -> Sysctls {
         tcp_timestamps: Some(1),
         tcp_tw_reuse: Some(2),
         ip_local_port_range: Some((32768, 60999)),
-        ip_local_reserved_ports: Some(crate::PortSet::default()),
+        ip_local_reserved_ports: Some(crate::query::PortSet::default()),
         somaxconn: Some(4096),
         tcp_syncookies: Some(1),
         tcp_max_tw_buckets: Some(262_144),

@@ -86,7 +86,7 @@ impl Drops {
 
     /// Keeps the TCP and UDP drops of the ports in `keep` (the protocol filter keeps unknown
     /// protocols out; the port filter keeps drops with no port out).
-    pub fn retain(&mut self, protos: Option<&[u8]>, ports: Option<&crate::PortSet>) {
+    pub fn retain(&mut self, protos: Option<&[u8]>, ports: Option<&crate::query::PortSet>) {
         self.counts.retain(|c| {
             protos.is_none_or(|p| p.contains(&c.proto))
                 && ports.is_none_or(|set| c.port.is_some_and(|(p, _)| set.contains(p)))

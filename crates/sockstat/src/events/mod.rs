@@ -39,8 +39,8 @@ use serde::Serialize;
 use sockstat_wire::tcp_events::{flag, kind, side, state};
 
 use crate::model::{Endpoint, Family, Owner, OwnersStatus, Process, Proto, RawString, SockType};
+use crate::model::{Socket, State};
 use crate::query::Query;
-use crate::{Socket, State};
 
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use crate::counters::{self, CounterReport};
+use crate::error::Error;
 use crate::query::Query;
 use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::Error;
 
 /// The counters of the zones `asked` selects (its zones and `proc_root`; the rest of it is not
 /// read), since boot, or their deltas over `interval`; every counter with `all`, else the

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use crate::diagnose::MeasuredConnects;
 use crate::diagnose::{self, Options, Report, RuleId};
+use crate::error::Error;
 use crate::model::{Warning, WarningCode};
+use crate::query::Query;
 use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::{Error, Query};
 
 /// How a diagnosis is run beside its samples.
 #[derive(Debug, Clone, Default)]

@@ -34,20 +34,20 @@ pub struct ZoneScope {
 impl ZoneScope {
     /// The namespaces `q.zones` selects. A `-z` name that matches no zone is
     /// [`crate::Error::UnknownZone`].
-    pub fn new(q: &Query) -> Result<ZoneScope, crate::Error> {
+    pub fn new(q: &Query) -> Result<ZoneScope, crate::error::Error> {
         let mut z = ZoneScope {
             only: None,
             names: HashMap::new(),
             refreshed: None,
             proc_root: q.proc_root.clone(),
-            all: q.zones == crate::ZoneSelect::All,
+            all: q.zones == crate::query::ZoneSelect::All,
         };
         match crate::sys::netns::select(&q.proc_root, &q.zones)? {
             None => {
                 let own = own_netns().ok_or_else(|| {
-                    crate::Error::from(crate::SysError::other(
+                    crate::error::Error::from(crate::error::SysError::other(
                         "reading this process's network namespace (/proc/thread-self/ns/net)",
-                        crate::ErrorKind::Unsupported,
+                        crate::error::ErrorKind::Unsupported,
                         "no net:[inode] link",
                     ))
                 })?;
@@ -88,7 +88,7 @@ impl ZoneScope {
                 .is_none_or(|t| now.saturating_sub(t) >= 1_000_000_000)
         {
             if let Ok(Some((targets, _))) =
-                crate::sys::netns::select(&self.proc_root, &crate::ZoneSelect::All)
+                crate::sys::netns::select(&self.proc_root, &crate::query::ZoneSelect::All)
             {
                 for t in targets {
                     if let Some(ino) = t.zone.netns_inode {

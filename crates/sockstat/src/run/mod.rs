@@ -28,10 +28,10 @@ pub mod trace;
 
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use crate::events::{Clock, ConnEvent};
 use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::Error;
 
 /// Waits until `until`, handing every connection event `tracer` reads meanwhile to `each`
 /// (every 50 ms, so the ring buffer does not fill); without a tracer, sleeps.

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
+use crate::error::Error;
 use crate::events::openers::Openers;
 use crate::model::{Proto, Warning};
 use crate::ports::{analyze_zone, PortsReport};
 use crate::query::Query;
 use crate::run::sampler::Sampler;
-use crate::Error;
 
 /// What [`run`] found.
 #[derive(Debug, Clone)]

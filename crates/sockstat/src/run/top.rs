@@ -7,12 +7,13 @@
 
 use std::sync::Arc;
 
+use crate::error::Error;
 use crate::events::{ConnEvent, EventKind, Lost};
 use crate::query::Query;
+use crate::run::diagnose::Diagnosis;
 use crate::run::events::{Tracer, UserNames};
 use crate::run::sampler::Sampler;
 use crate::sample::Sample;
-use crate::{Diagnosis, Error};
 
 use crate::top::{measure, Close, EventCoverage, Interval, Report};
 

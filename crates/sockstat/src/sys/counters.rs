@@ -179,7 +179,7 @@ mod tests {
         std::fs::write(dir.path().join("net/netstat"), "TcpExt: TW\nTcpExt: x\n").unwrap();
         let e = read(&paths).unwrap_err();
         assert!(e.to_string().contains("/net/netstat: "), "{e}");
-        assert_eq!(e.kind(), crate::ErrorKind::Invalid);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Invalid);
     }
 
     #[test]

@@ -1441,7 +1441,7 @@ mod tests {
     #[test]
     fn port_programs_test_the_end_each_flag_names() {
         use sockstat_wire::bytecode::{run, BcSocket};
-        let set = |s: &str| Some(crate::PortSet::parse(s).unwrap());
+        let set = |s: &str| Some(crate::query::PortSet::parse(s).unwrap());
         let ports = [
             0u16, 21, 22, 23, 79, 80, 81, 443, 8000, 8050, 8100, 8101, 65535,
         ];
@@ -1484,7 +1484,7 @@ mod tests {
                 },
             ),
         ];
-        let within = |set: &Option<crate::PortSet>, p: u16| {
+        let within = |set: &Option<crate::query::PortSet>, p: u16| {
             set.as_ref()
                 .is_none_or(|s| s.ranges().iter().any(|&(lo, hi)| (lo..=hi).contains(&p)))
         };

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use crate::RawString;
+use crate::model::RawString;
 
 /// True for characters that must never reach a terminal raw: C0 and C1 controls, DEL, and the
 /// invisible format characters that change how surrounding text is displayed (bidi embeddings,
@@ -73,7 +73,7 @@ impl std::fmt::Display for RawString {
 
 /// The zone's name as the ZONE column shows it (escaped as [`for_terminal`] escapes: a container
 /// or pod name is chosen by whoever made it).
-impl std::fmt::Display for crate::Zone {
+impl std::fmt::Display for crate::zone::Zone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&for_terminal(self.name.as_bytes()))
     }
@@ -151,9 +151,9 @@ mod tests {
             port: 22,
         };
         assert_eq!(any.to_string(), "*:22");
-        let zone = crate::Zone {
+        let zone = crate::zone::Zone {
             name: "web\u{202e}1".into(),
-            kind: crate::ZoneKind::Docker,
+            kind: crate::zone::ZoneKind::Docker,
             netns_inode: None,
             container_id: None,
             runtime: None,

@@ -51,7 +51,7 @@ pub struct Close {
 pub fn shown(s: &Socket) -> bool {
     matches!(s.family, Family::Inet | Family::Inet6)
         && s.state != State::TimeWait
-        && !(s.state == State::Listen && s.proto == crate::Proto::Tcp)
+        && !(s.state == State::Listen && s.proto == crate::model::Proto::Tcp)
 }
 
 /// Payload the peer acknowledged: `bytes_acked` less the byte of sequence space the SYN took
@@ -169,7 +169,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             ),
             _ => (None, None),
         };
-        if s.proto == crate::Proto::Tcp && sent.is_none() {
+        if s.proto == crate::model::Proto::Tcp && sent.is_none() {
             uncounted_closes += 1;
         }
         for o in &s.owners {
@@ -187,7 +187,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
                 }
             }
         }
-        let rates = s.proto == crate::Proto::Tcp;
+        let rates = s.proto == crate::model::Proto::Tcp;
         conns.push(Conn {
             at: SocketAt::Closed(closed.len()),
             seen: Seen::Closed,
@@ -208,15 +208,15 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
     for c in left {
         let e = &c.event;
         let mut s = Socket::new(
-            crate::Proto::Tcp,
+            crate::model::Proto::Tcp,
             e.family,
-            crate::SockType::Stream,
+            crate::model::SockType::Stream,
             State::Close,
-            crate::Endpoint::Inet {
+            crate::model::Endpoint::Inet {
                 addr: e.local.ip(),
                 port: e.local.port(),
             },
-            Some(crate::Endpoint::Inet {
+            Some(crate::model::Endpoint::Inet {
                 addr: e.remote.ip(),
                 port: e.remote.port(),
             }),
@@ -243,12 +243,14 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
                 .all(|z| z.snapshot.process(p.pid).is_none())
             {
                 users.entry(p.uid).or_insert_with(|| p.user.clone());
-                processes.entry(p.pid).or_insert_with(|| crate::Process {
-                    pid: p.pid,
-                    command: Some(p.command.clone()),
-                    uid: Some(p.uid),
-                    args: None,
-                });
+                processes
+                    .entry(p.pid)
+                    .or_insert_with(|| crate::model::Process {
+                        pid: p.pid,
+                        command: Some(p.command.clone()),
+                        uid: Some(p.uid),
+                        args: None,
+                    });
             }
         }
     }
@@ -323,7 +325,7 @@ fn counted_conn(at: SocketAt, zone: usize, prior: Option<&Socket>, s: &Socket) -
             None => Some(n),
         }
     };
-    let tcp = s.proto == crate::Proto::Tcp;
+    let tcp = s.proto == crate::model::Proto::Tcp;
     Conn {
         at,
         seen: if prior.is_some() {

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant, SystemTime};
 use super::*;
 use crate::diagnose::testutil::TcpBuilder;
 use crate::events::{ConnEvent, EventKind};
+use crate::model::Snapshot;
 use crate::model::{
     Endpoint, Family, Owner, OwnersStatus, Proto, RawString, SockType, State, WarningCode,
 };
 use crate::sample::ZoneSample;
-use crate::Snapshot;
 
 fn sample(taken: Instant, sockets: Vec<Socket>) -> Sample {
     let mut processes = HashMap::new();
