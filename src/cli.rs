@@ -310,7 +310,8 @@ impl Narrow for EndpointArgs {
 pub struct ProtoArgs {
     /// Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix,
     /// netlink (comma-separated). Default: all the kernel has except packet and netlink, and the
-    /// sockets no table lists.
+    /// sockets no table lists (a socket never bound is selected by the protocol the kernel names
+    /// for it: an unbound UDP socket is one of -P udp).
     #[arg(short = 'P', value_name = "PROTOS", value_parser = protos, help_heading = "Filters")]
     pub protos: Option<List<Proto>>,
 }

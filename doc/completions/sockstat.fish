@@ -29,7 +29,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -l sport -d 'Only Intern
 complete -c sockstat -n "__fish_sockstat_needs_command" -l dport -d 'Only Internet sockets whose remote port is in PORTS (as -p): the server port a client connected to' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
+complete -c sockstat -n "__fish_sockstat_needs_command" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists (a socket never bound is selected by the protocol the kernel names for it: an unbound UDP socket is one of -P udp)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_needs_command" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r
@@ -248,7 +248,7 @@ complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l sport -d 'Only
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l dport -d 'Only Internet sockets whose remote port is in PORTS (as -p): the server port a client connected to' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l src -d 'Only sockets whose local address is ADDR or in ADDR/LEN' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l dst -d 'Only sockets whose remote address is ADDR or in ADDR/LEN' -r
-complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s P -d 'Protocols: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default: all the kernel has except packet and netlink, and the sockets no table lists (a socket never bound is selected by the protocol the kernel names for it: an unbound UDP socket is one of -P udp)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l state -d 'Only sockets in these states: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l pid -d 'Only sockets held by these processes (comma-separated pids)' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l user -d 'Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER' -r

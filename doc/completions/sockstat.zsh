@@ -20,7 +20,7 @@ _sockstat() {
 '--dport=[Only Internet sockets whose remote port is in PORTS (as -p)\: the server port a client connected to]:PORTS:_default' \
 '--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
 '--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
-'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default\: all the kernel has except packet and netlink, and the sockets no table lists]:PROTOS:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default\: all the kernel has except packet and netlink, and the sockets no table lists (a socket never bound is selected by the protocol the kernel names for it\: an unbound UDP socket is one of -P udp)]:PROTOS:_default' \
 '--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \
@@ -295,7 +295,7 @@ _arguments "${_arguments_options[@]}" : \
 '--dport=[Only Internet sockets whose remote port is in PORTS (as -p)\: the server port a client connected to]:PORTS:_default' \
 '--src=[Only sockets whose local address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
 '--dst=[Only sockets whose remote address is ADDR or in ADDR/LEN]:ADDR[/LEN]:_default' \
-'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default\: all the kernel has except packet and netlink, and the sockets no table lists]:PROTOS:_default' \
+'-P+[Protocols\: tcp, udp, udplite, raw, icmp (ping sockets), sctp, mptcp, packet, unix, netlink (comma-separated). Default\: all the kernel has except packet and netlink, and the sockets no table lists (a socket never bound is selected by the protocol the kernel names for it\: an unbound UDP socket is one of -P udp)]:PROTOS:_default' \
 '--state=[Only sockets in these states\: ESTABLISHED SYN_SENT SYN_RECV FIN_WAIT1 FIN_WAIT2 TIME_WAIT CLOSE CLOSE_WAIT LAST_ACK LISTEN CLOSING UNCONN (comma-separated)]:STATES:_default' \
 '--pid=[Only sockets held by these processes (comma-separated pids)]:PIDS:_default' \
 '--user=[Only sockets whose holder runs as USER (name or uid), or, with no known holder, whose kernel uid is USER]:USER:_default' \

@@ -225,6 +225,8 @@ pub fn net_connections(
         protos.push(Proto::Unix);
     }
     q.protos = Some(protos);
+    // psutil's rows are the tables': a socket never bound is in none.
+    q.unlisted = false;
     q.resolve_users = false;
     let snap = py.detach(|| sockstat::collect(&q)).map_err(error)?;
 

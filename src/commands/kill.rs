@@ -118,6 +118,8 @@ fn query(a: &KillArgs) -> anyhow::Result<sockstat::Query> {
         q.families.inet6 = true;
     }
     q.protos = Some(q.protos.take().unwrap_or_else(|| PROTOCOLS.to_vec()));
+    // What no table lists cannot be closed (it has no cookie): not looked for.
+    q.unlisted = false;
     q.resolve_users = !a.numeric;
     if !k::is_narrowed(&q, a.cookies.as_ref().map(|c| c.0.as_slice())) {
         return Err(crate::usage(

@@ -370,18 +370,61 @@ fn sockets_no_table_lists_are_listed_with_their_holder() {
     assert_eq!(row[0][t.col("PROTO")], "PINGv6", "{}", out.stdout);
     assert_eq!(row[0][t.col("PID")], h.pid().to_string());
     assert_eq!(row[0][t.col("LOCAL ADDRESS")], "?");
-    // Filters that need an address, a state or a protocol leave it out.
-    for f in [
-        &["-l"][..],
+    // Filters that need an address, a state or a role, or name another kind or family, leave
+    // them out; `-P` and the family filters select them by the kind and family the kernel
+    // names, in the full listing (whose other tables are read for their inodes alone) as under
+    // `--pid`, from either source and either owner scan.
+    let pid = h.pid().to_string();
+    let leave_out: [&[&str]; 6] = [
+        &["-l"],
         &["-c"],
-        &["-P", "icmp"],
         &["--state", "UNCONN"],
-    ] {
+        &["-p", "1-65535"],
+        &["-P", "tcp,unix"],
+        &["-u"],
+    ];
+    for f in leave_out {
         let v = sockstat(&[&["--json"][..], f].concat())
             .netns(&ns)
             .ok()
             .json();
-        assert!(!ids(&v).contains(&ping.inode()), "{f:?}: {v:#}");
+        let got = ids(&v);
+        assert!(
+            !got.contains(&ping.inode()) && !got.contains(&udp.inode()),
+            "{f:?}: {v:#}"
+        );
+    }
+    let select: [(&[&str], bool, bool); 7] = [
+        (&["-P", "icmp"], true, false),
+        (&["-P", "udp"], false, true),
+        (&["-6"], true, false),
+        (&["-4"], false, true),
+        (&["-4", "-6", "-P", "icmp,udp"], true, true),
+        (&["-6", "-P", "udp"], false, false),
+        (&["-L"], true, true),
+    ];
+    for (f, want_ping, want_udp) in select {
+        for extra in [
+            &[][..],
+            &["--owner-scan", "proc"],
+            &["--source", "proc"],
+            &["--pid", &pid],
+            &["--command", "sockholder"],
+        ] {
+            let a = [&["--json"][..], f, extra].concat();
+            let v = sockstat(&a).netns(&ns).ok().json();
+            let by = by_id(&v);
+            assert_eq!(by.contains_key(&ping.inode()), want_ping, "{a:?}: {v:#}");
+            assert_eq!(by.contains_key(&udp.inode()), want_udp, "{a:?}: {v:#}");
+            if let Some(s) = by.get(&ping.inode()) {
+                assert_eq!(s["kernel_protocol"], "PINGv6", "{a:?}: {s}");
+                held(s, ping);
+            }
+            if let Some(s) = by.get(&udp.inode()) {
+                assert_eq!(s["kernel_protocol"], "UDP", "{a:?}: {s}");
+                held(s, udp);
+            }
+        }
     }
 
     // -P netlink: the route socket with its protocol, port id and holder (its uid read from
@@ -434,7 +477,6 @@ fn sockets_no_table_lists_are_listed_with_their_holder() {
     );
     assert!(out.stdout.contains("(kernel)"), "{}", out.stdout);
     // --pid finds it too, and so does /proc/net/netlink text.
-    let pid = h.pid().to_string();
     for extra in [&[][..], &["--source", "proc"]] {
         let v = sockstat(&[&["--json", "-P", "netlink", "--pid", &pid][..], extra].concat())
             .netns(&ns)

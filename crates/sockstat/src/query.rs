@@ -342,6 +342,11 @@ pub struct Query {
     pub command: Option<CommandMatch>,
     /// Scan /proc for owners (off with `--no-owners`).
     pub owners: bool,
+    /// Look for the sockets processes hold that no kernel table lists (kind other, found by
+    /// the owner scan: doc/reference/linux.md, "Socket kinds"); on by default. Off where only
+    /// what the tables list is wanted: the connections `diagnose`, `trace` and `kill` work on,
+    /// and Python's `net_connections()` (psutil's rows come from the tables).
+    pub unlisted: bool,
     /// Read process arguments (`-a`).
     pub args: bool,
     /// Resolve uids to user names (off with `-n`).
@@ -478,6 +483,7 @@ impl Default for Query {
             uid: None,
             command: None,
             owners: true,
+            unlisted: true,
             args: false,
             resolve_users: true,
             user_lookup_budget: USER_LOOKUP_BUDGET,
@@ -566,6 +572,7 @@ impl Query {
             )));
         }
         self.protos = Some(vec![Proto::Tcp]);
+        self.unlisted = false;
         self.families.unix = false;
         if !self.families.inet && !self.families.inet6 {
             self.families.inet = true;
@@ -627,7 +634,13 @@ impl Query {
             // A socket whose family is not known passes only when no family is singled out.
             Family::Other => self.families == Families::default(),
         };
-        if !family_ok || !self.wants_proto(s.proto) {
+        // A socket no table lists is selected as the kind the kernel names, when it names one
+        // `-P` knows; one it does not is selected only when no `-P` is given.
+        let proto_ok = match (s.selected_as(), &self.protos) {
+            (Some(p), _) => self.wants_proto(p),
+            (None, list) => list.is_none(),
+        };
+        if !family_ok || !proto_ok {
             return false;
         }
         if self.inet_only() && !s.proto.is_inet() {
@@ -921,5 +934,55 @@ mod tests {
         q.connected = false;
         q.states = Some(vec![State::TimeWait]);
         assert_eq!(q.kernel_states(Proto::Tcp), 1 << 6);
+    }
+
+    /// A socket no table lists is selected as the kind and family its kernel protocol name
+    /// says; one whose name no `-P` kind matches only when no `-P` or family is given.
+    #[test]
+    fn sockets_no_table_lists_are_selected_as_what_the_kernel_names() {
+        use crate::model::{Endpoint, Family, RawString, SockType, Socket};
+        let unlisted = |name: &[u8]| {
+            let k = crate::model::kernel_kind(name);
+            Socket::new(
+                Proto::Other,
+                k.family,
+                k.sock_type,
+                State::Untold,
+                Endpoint::Unlisted(Some(RawString::new(name))),
+                None,
+            )
+        };
+        let (udp, ping6, vsock, netlink) = (
+            unlisted(b"UDP"),
+            unlisted(b"PINGv6"),
+            unlisted(b"AF_VSOCK"),
+            unlisted(b"NETLINK"),
+        );
+        assert_eq!(udp.selected_as(), Some(Proto::Udp));
+        assert_eq!(vsock.selected_as(), None);
+        let with = |f: &dyn Fn(&mut Query)| {
+            let mut q = Query::new();
+            f(&mut q);
+            [&udp, &ping6, &vsock, &netlink].map(|s| q.matches_socket(s))
+        };
+        assert_eq!(with(&|_| {}), [true, true, true, false]);
+        assert_eq!(
+            with(&|q| q.protos = Some(vec![Proto::Udp])),
+            [true, false, false, false]
+        );
+        assert_eq!(
+            with(&|q| q.protos = Some(vec![Proto::Icmp, Proto::Netlink])),
+            [false, true, false, true]
+        );
+        let v4 = Families {
+            inet: true,
+            inet6: false,
+            unix: false,
+        };
+        assert_eq!(with(&|q| q.families = v4), [true, false, false, false]);
+        assert_eq!(with(&|q| q.listening = true), [false; 4]);
+        assert_eq!(with(&|q| q.states = Some(vec![State::Unconn])), [false; 4]);
+        assert_eq!(udp.family, Family::Inet);
+        assert_eq!(ping6.sock_type, SockType::Dgram);
     }
 }

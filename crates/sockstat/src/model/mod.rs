@@ -49,7 +49,10 @@ pub enum Proto {
     /// A socket no table sockstat reads lists, known only from the fd a process holds: a ping
     /// socket never bound or used, a TCP or UDP socket never bound, a vsock, XDP or AF_ALG
     /// socket. Its local end is [`Endpoint::Unlisted`], with the kernel's name of its protocol.
-    /// Not a `-P` kind: listed when `-P` is not given (doc/reference/linux.md, "Socket kinds").
+    /// Not a `-P` kind: `-P` and the family filters select it by the kind and family the
+    /// kernel names ([`Socket::selected_as`]: an unbound UDP socket is one of `-P udp -4`'s),
+    /// and with no `-P` every one is listed but unbound netlink sockets (doc/reference/linux.md,
+    /// "Socket kinds").
     Other,
 }
 
@@ -716,6 +719,18 @@ impl Socket {
         }
     }
 
+    /// The kind `-P` selects this socket as: its own, or for a socket of [`Proto::Other`] the
+    /// kind the kernel's name of its protocol says (an unbound UDP socket is one `-P udp`
+    /// asks for, `PINGv6` one of `-P icmp`); `None` for a protocol no `-P` kind names.
+    pub fn selected_as(&self) -> Option<Proto> {
+        match self.proto {
+            Proto::Other => self
+                .kernel_protocol()
+                .and_then(|n| kernel_kind(n.as_bytes()).listed_as),
+            p => Some(p),
+        }
+    }
+
     /// True for the kernel's own sockets, which no process holds: a netlink socket with port id
     /// 0 (`netlink_kernel_create`; a process's socket gets a port id when it binds, and an
     /// unbound one is in no table).
@@ -866,6 +881,51 @@ impl Snapshot {
             user: uid.and_then(|u| self.user_name(u)),
             process,
         }
+    }
+}
+
+/// What a kernel protocol name (`sk_prot_creator->name`) says of a socket: its family, its
+/// type where the name settles it, and the kind `-P` lists it as when sockstat has a table for
+/// it. Names from `net/ipv4`, `net/ipv6`, `net/unix`, `net/packet`, `net/netlink` (6.18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelKind {
+    /// The family the name belongs to ([`Family::Other`] for a name not in the list).
+    pub family: Family,
+    /// The socket type, where the name settles it.
+    pub sock_type: SockType,
+    /// The kind `-P` lists it as, when sockstat has a table for that kind.
+    pub listed_as: Option<Proto>,
+}
+
+/// What the kernel's protocol name `name` says of a socket ([`KernelKind`]).
+pub(crate) fn kernel_kind(name: &[u8]) -> KernelKind {
+    use Family::*;
+    let (family, sock_type, listed_as) = match name {
+        b"TCP" => (Inet, SockType::Stream, Some(Proto::Tcp)),
+        b"TCPv6" => (Inet6, SockType::Stream, Some(Proto::Tcp)),
+        b"UDP" => (Inet, SockType::Dgram, Some(Proto::Udp)),
+        b"UDPv6" => (Inet6, SockType::Dgram, Some(Proto::Udp)),
+        b"UDP-Lite" => (Inet, SockType::Dgram, Some(Proto::Udplite)),
+        b"UDPLITEv6" => (Inet6, SockType::Dgram, Some(Proto::Udplite)),
+        b"RAW" => (Inet, SockType::Raw, Some(Proto::Raw)),
+        b"RAWv6" => (Inet6, SockType::Raw, Some(Proto::Raw)),
+        b"PING" => (Inet, SockType::Dgram, Some(Proto::Icmp)),
+        b"PINGv6" => (Inet6, SockType::Dgram, Some(Proto::Icmp)),
+        b"SCTP" => (Inet, SockType::Unknown, Some(Proto::Sctp)),
+        b"SCTPv6" => (Inet6, SockType::Unknown, Some(Proto::Sctp)),
+        b"MPTCP" => (Inet, SockType::Stream, Some(Proto::Mptcp)),
+        b"MPTCPv6" => (Inet6, SockType::Stream, Some(Proto::Mptcp)),
+        // unix_dgram_proto; unix_stream_proto serves SOCK_STREAM and SOCK_SEQPACKET.
+        b"UNIX" => (Unix, SockType::Dgram, Some(Proto::Unix)),
+        b"UNIX-STREAM" => (Unix, SockType::Unknown, Some(Proto::Unix)),
+        b"PACKET" => (Packet, SockType::Unknown, Some(Proto::Packet)),
+        b"NETLINK" => (Netlink, SockType::Unknown, Some(Proto::Netlink)),
+        _ => (Other, SockType::Unknown, None),
+    };
+    KernelKind {
+        family,
+        sock_type,
+        listed_as,
     }
 }
 

@@ -19,11 +19,12 @@ enum OwnerPlan {
     /// No owner scan (`--no-owners`, `--summary`).
     Off,
     /// Every socket's holders, scanned while the sockets are dumped (the full listing, or
-    /// filters that select most sockets: `-4`, `-6`, `-u`, `-L`, `-c`).
+    /// filters that select most sockets, `-L`, `-c`, or that a socket in no table can pass:
+    /// `-4`, `-6`, `-u`, `-P` of a kind whose sockets enter their table only when bound).
     All,
     /// The sockets first (their filters applied in the kernel), then the holders of just those
     /// sockets and of their unix peers: `-l`, `--state`, `-p`, `--sport`, `--dport`, `--src`,
-    /// `--dst`, `-P`, `--connected-to`.
+    /// `--dst`, `--connected-to`, `-P unix`, `-P raw`, `-P packet`.
     Shown,
     /// `--pid`, `--command`: only the fd tables of the processes those select, then the holders
     /// of the unix peers of the sockets they hold.
@@ -43,14 +44,24 @@ impl OwnerPlan {
             || q.dport.is_some()
             || q.src.is_some()
             || q.dst.is_some()
-            || q.protos.is_some()
             || q.connected_to.is_some()
+            || q.protos
+                .as_ref()
+                .is_some_and(|p| !(q.unlisted && p.iter().any(|&p| may_be_unbound(p))))
         {
             OwnerPlan::Shown
         } else {
             OwnerPlan::All
         }
     }
+}
+
+/// Whether a socket of kind `p` can be in no table while a process holds it: those that enter
+/// their table when bound, connected or used (`sys::unlisted`), not unix, raw and packet
+/// sockets, hashed when made.
+fn may_be_unbound(p: crate::model::Proto) -> bool {
+    use crate::model::Proto;
+    !matches!(p, Proto::Unix | Proto::Raw | Proto::Packet)
 }
 
 /// The inodes of `sockets` and of their unix peers, sorted: what a [`OwnerPlan::Shown`] scan
@@ -97,8 +108,16 @@ pub(crate) fn collect_in(
     // scan is as long as the dumps at 60k sockets, and a dump thread beside it made it the
     // last to end (`-4 -6` 70 -> 74 ms on 2 cores).
     let net_dir = q.proc_root.join("net");
+    // A full scan with a socket filter that leaves tables out (`-4`, `-P udp`) reads those
+    // tables' inodes too, so that a socket the scan meets in none of the tables it read is
+    // known to be in no table (one row, `sys::unlisted`) without asking about each.
+    let census = plan == OwnerPlan::All
+        && wants_unlisted(q, plan)
+        && (q.protos.is_some() || q.families != Families::default());
     let shared = match (&selected, plan) {
-        (None, OwnerPlan::All | OwnerPlan::Candidates) => dump::Dumps::new(q, ext, &net_dir),
+        (None, OwnerPlan::All | OwnerPlan::Candidates) => {
+            dump::Dumps::new(q, ext, &net_dir, census)
+        }
         _ => None,
     };
     let shared = shared.as_ref();
@@ -110,7 +129,7 @@ pub(crate) fn collect_in(
                 g.interfaces = dump::interface_names(&g.sockets);
                 Ok((g, std::collections::BTreeMap::new()))
             }
-            None => crate::sys::zones::gather(q, ext, selected),
+            None => crate::sys::zones::gather(q, ext, selected, census),
         })?;
         // Under `Candidates` most sockets go once the holders are known (`--pid 10` keeps 175
         // of 60k): they are sorted then, not here (7 ms at 60k).
@@ -349,23 +368,28 @@ pub(crate) fn collect_in(
     Ok(snap)
 }
 
-/// Whether a listing looks for the sockets no table lists: when rows of kind other can pass
-/// its filters (no `-P`, no state, role or address filter), and its scan reads every socket fd
-/// of the processes it reads: the full listing (with no family singled out: under `-4` every
-/// unix socket would be one to ask the kernel about), and `--pid`, `--command`.
+/// Whether a listing looks for the sockets no table lists: when such a socket can pass its
+/// filters (an unbound socket has no state a state filter names, no role, address or port; `-P`
+/// and the family filters select it by the kind the kernel names), and its scan reads every
+/// socket fd of the processes it reads: the full listing and its family and `-P` filters (with
+/// a census of the tables they leave out), and `--pid`, `--command` (whose few sockets the
+/// tables did not give are asked about one by one).
 fn wants_unlisted(q: &Query, plan: OwnerPlan) -> bool {
-    let can_pass = q.protos.is_none()
+    let can_pass = q.unlisted
         && q.states.is_none()
         && q.connected == q.listening
         && !q.inet_only()
         && q.connected_to.is_none()
+        && q.protos
+            .as_ref()
+            .is_none_or(|p| p.iter().any(|&p| may_be_unbound(p)))
+        // Every unix socket is in the unix table: `-u` alone needs no look.
+        && (q.families == Families::default()
+            || q.families.inet
+            || q.families.inet6
+            || q.wants_proto(crate::model::Proto::Netlink))
         && !matches!(q.source, Source::Replay(_));
-    can_pass
-        && match plan {
-            OwnerPlan::All => q.families == Families::default(),
-            OwnerPlan::Candidates => true,
-            OwnerPlan::Off | OwnerPlan::Shown => false,
-        }
+    can_pass && matches!(plan, OwnerPlan::All | OwnerPlan::Candidates)
 }
 
 /// The warnings that count the sockets `shown` (call it once every filter has chosen them):

@@ -42,9 +42,9 @@ pub struct Gathered {
     /// TIME-WAIT entries left out by `Query::hide_time_wait` (the namespace's count from
     /// `sockstat`), when it could be read.
     pub hidden_time_wait: u64,
-    /// The inodes of sockets the tables gave that the query's socket filters left out (kept
-    /// when no `-P` is given: a socket the owner scan meets that no table listed is then a row,
-    /// `sys::unlisted`, and one a filter left out must not be taken for one).
+    /// The inodes of sockets the tables gave that the query's socket filters left out, and
+    /// those of the tables a census read ([`gather`]): a socket the owner scan meets that no
+    /// table listed is a row (`sys::unlisted`), and one of these must not be taken for one.
     pub left_out: Vec<u64>,
 }
 
@@ -180,6 +180,97 @@ fn targets(q: &Query) -> Vec<Target> {
     out
 }
 
+/// The tables `q` does not read, read for their sockets' inodes alone when the caller asks for a
+/// census ([`gather`]): with them a socket the owner scan meets that no table gave is known to
+/// be in none (`sys::unlisted`) without asking the kernel about each held socket the query left
+/// out (under `-P udp` at 60k TCP sockets, 60k questions).
+fn census_targets(q: &Query) -> Vec<Target> {
+    let asked = targets(q);
+    let mut all = Vec::new();
+    for proto in Proto::ALL {
+        match proto {
+            Proto::Unix => all.push(Target::Unix),
+            Proto::Packet => all.push(Target::Packet),
+            Proto::Netlink => all.push(Target::Netlink),
+            Proto::Other => {}
+            p => {
+                all.push(Target::Inet(p, Family::Inet));
+                all.push(Target::Inet(p, Family::Inet6));
+            }
+        }
+    }
+    all.retain(|t| !asked.contains(t));
+    all
+}
+
+/// The inodes of target `t`'s sockets in every state (TIME-WAIT and SYN-RECV entries have
+/// none), nothing else asked of the kernel, appended to `out`: a census ([`census_targets`]).
+/// From `/proc/net` where the kernel has no dump for it or the dump fails; a socket a failed
+/// census misses is asked about through its fd instead, which costs more and is as right.
+fn census_target(
+    q: &Query,
+    t: Target,
+    net_dir: &Path,
+    transport: &mut dyn Transport,
+    out: &mut Vec<u64>,
+) {
+    if q.source != Source::Proc && !proc_only(t) {
+        let seq = t.seq() + 100;
+        let request = match t {
+            Target::Inet(proto, family) => InetDiagReq {
+                family: if family == Family::Inet {
+                    AF_INET
+                } else {
+                    AF_INET6
+                },
+                protocol: ipproto(proto),
+                ext: 0,
+                raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
+                states: !State::TimeWait.kernel_mask(),
+                sport: 0,
+                dport: 0,
+                bytecode: None,
+            }
+            .encode(seq),
+            Target::Unix => unix_diag::UnixDiagReq {
+                states: u32::MAX,
+                show: 0,
+            }
+            .encode(seq),
+            Target::Packet => packet_diag::PacketDiagReq { show: 0 }.encode(seq),
+            Target::Netlink => netlink_diag::NetlinkDiagReq {
+                protocol: netlink_diag::NDIAG_PROTO_ALL,
+                show: 0,
+            }
+            .encode(seq),
+        };
+        let start = out.len();
+        let result = netlink::dump(transport, &t.key(), &request, |payload| {
+            let inode = match t {
+                Target::Inet(..) => inet_diag::decode_msg(payload)?.inode,
+                Target::Unix => unix_diag::decode_msg(payload)?.inode,
+                Target::Packet => packet_diag::decode_msg(payload)?.inode,
+                Target::Netlink => netlink_diag::decode_msg(payload)?.inode,
+            };
+            if inode != 0 {
+                out.push(u64::from(inode));
+            }
+            Ok(())
+        });
+        if result.is_ok() {
+            return;
+        }
+        out.truncate(start);
+    }
+    let mut g = Gathered::default();
+    let mut every = Query::new();
+    every.proc_root = q.proc_root.clone();
+    every.protos = Some(Proto::ALL.to_vec());
+    every.hide_time_wait = false;
+    from_proc_net(&every, t, net_dir, &mut g);
+    out.extend(g.sockets.iter().filter_map(|s| s.id));
+}
+
 /// Port in one of `ranges` on `side`, as every kernel's filter machine can test it: GE/LE
 /// (EQ needs 4.16).
 fn port_within(side: Side, ranges: &[(u16, u16)]) -> Expr {
@@ -237,13 +328,17 @@ fn filter_program(q: &Query) -> Option<Vec<u8>> {
 /// walking its tables and writing the records, is most of a dump's cost) and are joined in
 /// their fixed order: the result is the same as one after the other. A recording or a replay
 /// keeps one transport and one thread.
-pub fn gather(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
-    match Dumps::new(q, ext, net_dir) {
+///
+/// With `census`, the tables the query does not read are read too, for their sockets' inodes
+/// alone, which go to [`Gathered::left_out`] ([`census_targets`]); not for a recording or a
+/// replay.
+pub fn gather(q: &Query, ext: u8, net_dir: &Path, census: bool) -> Result<Gathered, Error> {
+    match Dumps::new(q, ext, net_dir, census) {
         Some(d) => {
             let threads = crate::parallel::cores()
                 .unwrap_or(1)
                 .min(MAX_DUMP_THREADS)
-                .min(d.targets.len());
+                .min(d.targets.len() + d.census.len());
             std::thread::scope(|sc| {
                 for _ in 1..threads {
                     sc.spawn(|| d.work());
@@ -266,6 +361,8 @@ pub struct Dumps<'a> {
     net_dir: &'a Path,
     program: Option<Vec<u8>>,
     targets: Vec<Target>,
+    /// The tables read for their inodes alone ([`census_targets`]), after the targets.
+    census: Vec<Target>,
     /// The targets' indices in the order they are taken: the big tables first (TCP, unix), so
     /// that the last dump to start is a small one.
     order: Vec<usize>,
@@ -277,7 +374,7 @@ pub struct Dumps<'a> {
 impl<'a> Dumps<'a> {
     /// The dumps `q` needs, or `None` when they must run on one transport in turn (a recording
     /// or a replay).
-    pub fn new(q: &'a Query, ext: u8, net_dir: &'a Path) -> Option<Dumps<'a>> {
+    pub fn new(q: &'a Query, ext: u8, net_dir: &'a Path, census: bool) -> Option<Dumps<'a>> {
         if matches!(q.source, Source::Replay(_)) || q.record_netlink.is_some() {
             return None;
         }
@@ -293,6 +390,11 @@ impl<'a> Dumps<'a> {
             ext,
             net_dir,
             program: filter_program(q),
+            census: if census {
+                census_targets(q)
+            } else {
+                Vec::new()
+            },
             targets,
             order,
             next: std::sync::atomic::AtomicUsize::new(0),
@@ -307,7 +409,25 @@ impl<'a> Dumps<'a> {
         loop {
             let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let Some(&i) = self.order.get(k) else {
-                return;
+                // The census, once every dump has started.
+                let c = k - self.order.len();
+                let Some(&t) = self.census.get(c) else {
+                    return;
+                };
+                let i = self.targets.len() + c;
+                let mut pending = Pending {
+                    dumps: self,
+                    i,
+                    ended: false,
+                };
+                let mut part = Gathered::default();
+                super::timing::phase(&format!("census {}", t.key()), || {
+                    census_target(self.q, t, self.net_dir, &mut transport, &mut part.left_out)
+                });
+                pending.ended = true;
+                self.lock().push((i, Ok(part)));
+                self.ended.notify_all();
+                continue;
             };
             let t = self.targets[i];
             // Should this thread panic, the dump still ends (as an error), so that
@@ -343,7 +463,7 @@ impl<'a> Dumps<'a> {
     /// query's sockets. Call it after [`Dumps::work`], which leaves no dump unstarted.
     pub fn finish(&self) -> Result<Gathered, Error> {
         let mut done = self.lock();
-        while done.len() < self.targets.len() {
+        while done.len() < self.targets.len() + self.census.len() {
             done = self.ended.wait(done).unwrap_or_else(|p| p.into_inner());
         }
         let mut parts = std::mem::take(&mut *done);
@@ -510,11 +630,10 @@ fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
     if q.unix_names_needed() {
         fill_unix_peer_names(&mut g.sockets);
     }
-    let keep_left_out = q.protos.is_none();
     let mut left_out = std::mem::take(&mut g.left_out);
     g.sockets.retain(|s| {
         let keep = q.matches_socket(s);
-        if !keep && keep_left_out {
+        if !keep {
             left_out.extend(s.id);
         }
         keep
@@ -561,7 +680,7 @@ fn hidden_time_wait(q: &Query, net_dir: &Path) -> u64 {
     tw.memory = false;
     tw.unix_details = false;
     tw.record_netlink = None;
-    gather(&tw, 0, net_dir).map_or(0, |g| g.sockets.len() as u64)
+    gather(&tw, 0, net_dir, false).map_or(0, |g| g.sockets.len() as u64)
 }
 
 /// At most this many dumps at once: past the number of large tables (TCP over two families,
@@ -1021,7 +1140,6 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
             });
         }
         // The kernel applied the state mask and the filter program; do it here too.
-        let keep_left_out = q.protos.is_none();
         let mut left_out = Vec::new();
         let kept: Vec<Socket> = g
             .sockets
@@ -1030,7 +1148,7 @@ fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) {
                 let proto = s.proto;
                 let keep =
                     s.state.kernel_mask() & q.kernel_states(proto) != 0 && q.matches_socket(s);
-                if !keep && keep_left_out {
+                if !keep {
                     left_out.extend(s.id);
                 }
                 keep

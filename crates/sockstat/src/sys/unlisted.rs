@@ -18,7 +18,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::join::OwnerIndex;
-use crate::model::{Endpoint, Family, Owner, Proto, RawString, SockType, Socket, State};
+use crate::model::{kernel_kind, Endpoint, KernelKind, Owner, Proto, RawString, Socket, State};
 use crate::query::Query;
 
 /// What the kernel says of a socket through a holder's fd.
@@ -75,58 +75,17 @@ fn protocol_name(handle: &OwnedFd) -> Result<RawString, Errno> {
     Ok(RawString::new(b))
 }
 
-/// What a kernel protocol name (`sk_prot_creator->name`) says of a socket: its family, its
-/// type where the name settles it, and the kind `-P` lists it as when sockstat has a table for
-/// it. Names from `net/ipv4`, `net/ipv6`, `net/unix`, `net/packet`, `net/netlink` (6.18).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct KernelKind {
-    pub family: Family,
-    pub sock_type: SockType,
-    pub listed_as: Option<Proto>,
-}
-
-pub(super) fn kernel_kind(name: &[u8]) -> KernelKind {
-    use Family::*;
-    let (family, sock_type, listed_as) = match name {
-        b"TCP" => (Inet, SockType::Stream, Some(Proto::Tcp)),
-        b"TCPv6" => (Inet6, SockType::Stream, Some(Proto::Tcp)),
-        b"UDP" => (Inet, SockType::Dgram, Some(Proto::Udp)),
-        b"UDPv6" => (Inet6, SockType::Dgram, Some(Proto::Udp)),
-        b"UDP-Lite" => (Inet, SockType::Dgram, Some(Proto::Udplite)),
-        b"UDPLITEv6" => (Inet6, SockType::Dgram, Some(Proto::Udplite)),
-        b"RAW" => (Inet, SockType::Raw, Some(Proto::Raw)),
-        b"RAWv6" => (Inet6, SockType::Raw, Some(Proto::Raw)),
-        b"PING" => (Inet, SockType::Dgram, Some(Proto::Icmp)),
-        b"PINGv6" => (Inet6, SockType::Dgram, Some(Proto::Icmp)),
-        b"SCTP" => (Inet, SockType::Unknown, Some(Proto::Sctp)),
-        b"SCTPv6" => (Inet6, SockType::Unknown, Some(Proto::Sctp)),
-        b"MPTCP" => (Inet, SockType::Stream, Some(Proto::Mptcp)),
-        b"MPTCPv6" => (Inet6, SockType::Stream, Some(Proto::Mptcp)),
-        // unix_dgram_proto; unix_stream_proto serves SOCK_STREAM and SOCK_SEQPACKET.
-        b"UNIX" => (Unix, SockType::Dgram, Some(Proto::Unix)),
-        b"UNIX-STREAM" => (Unix, SockType::Unknown, Some(Proto::Unix)),
-        b"PACKET" => (Packet, SockType::Unknown, Some(Proto::Packet)),
-        b"NETLINK" => (Netlink, SockType::Unknown, Some(Proto::Netlink)),
-        _ => (Other, SockType::Unknown, None),
-    };
-    KernelKind {
-        family,
-        sock_type,
-        listed_as,
-    }
-}
-
 /// Whether an inode of this kind missing from the tables read can be a socket in none: not for
 /// the kinds whose table lists every socket from its creation (unix, packet, raw: hashed when
-/// made), where a miss is a socket made after its table was read; nor for a kind the query
-/// does not ask for. Ping, TCP, UDP, SCTP, MPTCP and netlink sockets enter their tables only
-/// when bound (or connected, or used), and other families have no table sockstat reads.
-fn may_be_unlisted(q: &Query, kind: &KernelKind) -> bool {
-    match kind.listed_as {
-        Some(Proto::Unix | Proto::Packet | Proto::Raw) => false,
-        Some(p) => q.wants_proto(p),
-        None => true,
-    }
+/// made), where a miss is a socket made after its table was read. Ping, TCP, UDP, SCTP, MPTCP
+/// and netlink sockets enter their tables only when bound (or connected, or used), and other
+/// families have no table sockstat reads. Whether the query asks for it is the filters' say
+/// ([`Query::matches_socket`], by the kind the kernel names).
+fn may_be_unlisted(kind: &KernelKind) -> bool {
+    !matches!(
+        kind.listed_as,
+        Some(Proto::Unix | Proto::Packet | Proto::Raw)
+    )
 }
 
 /// The rows of kind other for the inodes `index` holds that no socket of `listed` has (nor
@@ -204,7 +163,7 @@ pub(crate) fn sockets(
             Some(n) => kernel_kind(n.as_bytes()),
             None => kernel_kind(b""),
         };
-        if !may_be_unlisted(q, &kind) {
+        if !may_be_unlisted(&kind) {
             continue;
         }
         let s = Socket {
@@ -269,6 +228,8 @@ pub(crate) fn fill_uids(q: &Query, index: &OwnerIndex, sockets: &mut [Socket]) {
 mod tests {
     use super::*;
 
+    use crate::model::{Family, SockType};
+
     #[test]
     fn kernel_names_say_family_type_and_kind() {
         let k = kernel_kind(b"PINGv6");
@@ -286,19 +247,17 @@ mod tests {
 
     #[test]
     fn a_miss_in_a_table_that_lists_every_socket_is_not_an_unlisted_socket() {
-        let q = Query::new();
         for (name, unlisted) in [
             (&b"PINGv6"[..], true),
             (b"TCP", true),
             (b"AF_VSOCK", true),
+            (b"NETLINK", true),
             (b"UNIX", false),
             (b"RAWv6", false),
-            // Not in the default set: listed with -P packet / -P netlink.
             (b"PACKET", false),
-            (b"NETLINK", false),
         ] {
             assert_eq!(
-                may_be_unlisted(&q, &kernel_kind(name)),
+                may_be_unlisted(&kernel_kind(name)),
                 unlisted,
                 "{}",
                 String::from_utf8_lossy(name)

@@ -10,15 +10,17 @@ use crate::sys::{dump, netns};
 use crate::zone::Zone;
 
 /// Gathers the sockets of the selected zones (`None`: the namespace sockstat runs in), each
-/// tagged with its zone key.
+/// tagged with its zone key; with `census`, each zone's other tables' inodes too
+/// ([`dump::gather`]).
 pub(crate) fn gather(
     q: &Query,
     ext: u8,
     selected: Option<netns::SelectedZones>,
+    census: bool,
 ) -> Result<(dump::Gathered, BTreeMap<u64, Zone>), Error> {
     let mut zones = BTreeMap::new();
     let Some((selected, mut warnings)) = selected else {
-        let mut g = dump::gather(q, ext, &q.proc_root.join("net"))?;
+        let mut g = dump::gather(q, ext, &q.proc_root.join("net"), census)?;
         g.interfaces = dump::interface_names(&g.sockets);
         return Ok((g, zones));
     };
@@ -33,7 +35,7 @@ pub(crate) fn gather(
             } else {
                 thread_net.clone()
             };
-            dump::gather(q, ext, &net).map(|mut g| {
+            dump::gather(q, ext, &net, census).map(|mut g| {
                 g.interfaces = dump::interface_names(&g.sockets);
                 g
             })
@@ -59,7 +61,7 @@ pub(crate) fn gather(
                 let mut pq = q.clone();
                 pq.source = Source::Proc;
                 let net = q.proc_root.join(format!("{pid}/net"));
-                match dump::gather(&pq, 0, &net) {
+                match dump::gather(&pq, 0, &net, census) {
                     // Its member exited while it was read (an exited process's files read as
                     // absent, which is an empty list): gone, like a zone that cannot be entered.
                     Ok(_) if !net.join("tcp").exists() => continue,
