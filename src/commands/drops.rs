@@ -4,10 +4,9 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sockstat::run::drops::DropCounter;
+use sockstat::run::drops::{self, DropCounter};
 use sockstat::{PortSet, Proto};
 
 use crate::cli::{protos, List};
@@ -54,15 +53,13 @@ pub fn run(a: &DropsArgs) -> anyhow::Result<ExitCode> {
         None => None,
         Some(l) => Some(
             l.0.iter()
-                .map(|p| match p {
-                    Proto::Tcp => Ok(6),
-                    Proto::Udp => Ok(17),
-                    Proto::Udplite => Ok(136),
-                    Proto::Sctp => Ok(132),
-                    other => Err(crate::usage(format!(
-                        "drops are counted by IP protocol: -P takes tcp, udp, udplite or sctp, not {}",
-                        other.name()
-                    ))),
+                .map(|&p| {
+                    drops::ip_protocol(p).ok_or_else(|| {
+                        crate::usage(format!(
+                            "drops are counted by IP protocol: -P takes tcp, udp, udplite or sctp, not {}",
+                            p.name()
+                        ))
+                    })
                 })
                 .collect::<anyhow::Result<_>>()?,
         ),
@@ -76,14 +73,13 @@ pub fn run(a: &DropsArgs) -> anyhow::Result<ExitCode> {
         &format!("counting dropped packets for {seconds} s"),
         "Ctrl-C stops early and shows what was counted",
     );
-    let until = Instant::now() + Duration::from_secs_f64(seconds);
-    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
-        std::thread::sleep(
-            Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())),
-        );
-    }
-    let mut drops = counter.read()?;
-    drops.retain(protos.as_deref(), a.ports.as_ref());
+    let drops = drops::count(
+        &counter,
+        Duration::from_secs_f64(seconds),
+        &stop,
+        protos.as_deref(),
+        a.ports.as_ref(),
+    )?;
     let mut out = io::stdout().lock();
     if a.json {
         serde_json::to_writer(&mut out, &sockstat::render::drops::json(&drops))?;

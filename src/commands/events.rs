@@ -9,11 +9,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
-use sockstat::events::stats::Stats;
-use sockstat::events::{Clock, ConnEvent, Lost, Peers, Record};
 use sockstat::render::conn_events::{self, LineOptions};
-use sockstat::run::events::{Tracer, UserNames, ZoneScope};
-use sockstat::Query;
+use sockstat::run::events::{Batch, Stream, StreamOptions, Tracer, ZoneScope};
 
 use crate::cli::{ConnectedToArgs, EndpointArgs, FamilyArgs, HolderArgs, ZoneArgs};
 use crate::output::Waits;
@@ -109,100 +106,60 @@ crate::cli::filters! {
     }
 }
 
-/// The events command's output, with what it must remember between polls.
-struct Run<'a> {
+/// The events command's output.
+struct Output<'a> {
     a: &'a EventsArgs,
-    q: Query,
-    zones: ZoneScope,
-    clock: Clock,
-    users: UserNames,
-    peers: Peers,
-    stats: Stats,
-    lost: Lost,
-    /// Records that did not decode, so far.
-    bad: u64,
     opts: LineOptions,
     out: io::BufWriter<io::StdoutLock<'static>>,
 }
 
-impl Run<'_> {
+impl Output<'_> {
     fn print_events(&self) -> bool {
         !(self.a.stats && self.a.quiet)
     }
 
-    fn handle(&mut self, e: &mut ConnEvent) -> io::Result<()> {
-        self.peers.observe(e);
-        if !self.zones.wants(e.netns) || !e.matches(&self.q) {
-            return Ok(());
-        }
-        if !self.a.numeric {
-            self.users.fill(e);
-        }
-        if self.a.stats {
-            self.stats.add(e);
-        }
-        if !self.print_events() {
-            return Ok(());
-        }
-        let zone = self.zones.all().then(|| self.zones.name(e.netns));
-        if self.a.json {
-            conn_events::write_json(&mut self.out, e, zone.as_deref())
-        } else {
-            writeln!(
-                self.out,
-                "{}",
-                conn_events::line(e, zone.as_deref(), &self.opts)
-            )
-        }
-    }
-
-    fn report_lost(&mut self, now: Lost) -> anyhow::Result<()> {
-        let new = now.since(&self.lost);
-        self.lost = now;
-        if new.is_zero() {
-            return Ok(());
-        }
-        let t = SystemTime::now();
-        if self.a.json {
-            if self.print_events() {
-                serde_json::to_writer(&mut self.out, &conn_events::lost_json(t, &new))?;
-                self.out.write_all(b"\n")?;
-            }
-        } else if self.print_events() {
-            writeln!(self.out, "{}", conn_events::lost_line(t, &new, &self.opts))?;
-        } else {
-            self.out.flush()?;
-            eprintln!(
-                "sockstat: {}",
-                conn_events::lost_line(t, &new, &LineOptions::default())
-            );
-        }
-        Ok(())
-    }
-
-    /// Handles the batches of records the reading thread handed over, then reports what was
-    /// lost meanwhile.
-    fn handle_batches(
-        &mut self,
-        batches: Vec<Vec<Record>>,
-        lost: (Lost, u64),
-    ) -> anyhow::Result<()> {
-        let clock = self.clock;
-        for r in batches.iter().flatten() {
-            if let Some(mut e) = ConnEvent::from_record(r, &clock) {
-                self.handle(&mut e)?;
+    /// Writes a batch's events and what was lost meanwhile.
+    fn batch(&mut self, b: &Batch) -> anyhow::Result<()> {
+        if self.print_events() {
+            for z in &b.events {
+                if self.a.json {
+                    conn_events::write_json(&mut self.out, &z.event, z.zone.as_deref())?;
+                } else {
+                    writeln!(
+                        self.out,
+                        "{}",
+                        conn_events::line(&z.event, z.zone.as_deref(), &self.opts)
+                    )?;
+                }
             }
         }
-        let (lost, bad) = lost;
-        if bad > self.bad {
+        if b.undecodable > 0 {
             eprintln!(
                 "sockstat: {} event records did not decode (a bug: please report it)",
-                bad - self.bad
+                b.undecodable
             );
-            self.bad = bad;
         }
-        self.peers.expire(Clock::monotonic_now());
-        self.report_lost(lost)?;
+        if !b.lost.is_zero() {
+            let t = SystemTime::now();
+            if self.a.json {
+                if self.print_events() {
+                    serde_json::to_writer(&mut self.out, &conn_events::lost_json(t, &b.lost))?;
+                    self.out.write_all(b"\n")?;
+                }
+            } else if self.print_events() {
+                writeln!(
+                    self.out,
+                    "{}",
+                    conn_events::lost_line(t, &b.lost, &self.opts)
+                )?;
+            } else {
+                self.out.flush()?;
+                eprintln!(
+                    "sockstat: {}",
+                    conn_events::lost_line(t, &b.lost, &LineOptions::default())
+                );
+            }
+        }
         self.out.flush()?;
         Ok(())
     }
@@ -258,64 +215,59 @@ pub fn run(a: &EventsArgs) -> anyhow::Result<ExitCode> {
     crate::output::announce_wait(Waits::Announced, &what, how_to_stop);
     let started = Instant::now();
     let deadline = a.duration.map(|d| started + Duration::from_secs_f64(d));
-    let mut run = Run {
+    let mut opts = StreamOptions::default();
+    opts.max_backlog = MAX_BACKLOG;
+    opts.resolve_users = !a.numeric;
+    opts.stats = a.stats;
+    let mut stream = Stream::new(&q, zones, tracer, opts)
+        .context("starting the thread that reads the ring buffer")?;
+    let mut out = Output {
         a,
         opts: LineOptions {
             numeric: a.numeric,
-            zone: zones.all(),
+            zone: stream.every_zone(),
         },
-        q,
-        zones,
-        clock: Clock::now(),
-        users: UserNames::default(),
-        peers: Peers::default(),
-        stats: Stats::default(),
-        lost: Lost::default(),
-        bad: 0,
         out: io::BufWriter::new(io::stdout().lock()),
     };
-    if !a.json && !a.quiet && run.print_events() {
-        writeln!(run.out, "{}", conn_events::header(&run.opts))?;
-        run.out.flush()?;
+    if !a.json && !a.quiet && out.print_events() {
+        writeln!(out.out, "{}", conn_events::header(&out.opts))?;
+        out.out.flush()?;
     }
-    let mut reader = tracer
-        .spawn_reader(MAX_BACKLOG)
-        .context("starting the thread that reads the ring buffer")?;
     loop {
-        let batches = reader.recv(POLL);
-        run.handle_batches(batches, reader.lost())?;
+        let batch = stream.next(POLL);
+        out.batch(&batch)?;
         if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
     }
     // What the kernel wrote up to now.
-    let (tracer, rest) = reader.stop();
-    run.handle_batches(rest, reader.lost())?;
+    let end = stream.finish();
+    out.batch(&end.rest)?;
     let elapsed = started.elapsed().as_secs_f64();
-    if a.stats {
+    if let Some(stats) = &end.stats {
         if a.json {
             serde_json::to_writer(
-                &mut run.out,
-                &conn_events::stats_json(&run.stats, &run.lost, elapsed),
+                &mut out.out,
+                &conn_events::stats_json(stats, &end.lost, elapsed),
             )?;
-            run.out.write_all(b"\n")?;
+            out.out.write_all(b"\n")?;
         } else {
-            if run.print_events() {
-                writeln!(run.out)?;
+            if out.print_events() {
+                writeln!(out.out)?;
             }
             write!(
-                run.out,
+                out.out,
                 "{}",
-                conn_events::stats_text(&run.stats, &run.lost, elapsed)
+                conn_events::stats_text(stats, &end.lost, elapsed)
             )?;
         }
     }
-    run.out.flush()?;
-    if !run.lost.is_zero() {
+    out.out.flush()?;
+    if !end.lost.is_zero() {
         // Also where a reader of the output file would not look.
         eprintln!(
             "sockstat: {}",
-            conn_events::lost_line(SystemTime::now(), &run.lost, &LineOptions::default())
+            conn_events::lost_line(SystemTime::now(), &end.lost, &LineOptions::default())
                 .split_once("lost")
                 .map_or(String::new(), |(_, rest)| format!(
                     "lost over the run: {}",
@@ -323,7 +275,7 @@ pub fn run(a: &EventsArgs) -> anyhow::Result<ExitCode> {
                 ))
         );
     }
-    if let (true, Some(tracer)) = (a.bpf_stats, &tracer) {
+    if let (true, Some(tracer)) = (a.bpf_stats, &end.tracer) {
         eprintln!(
             "sockstat: BPF programs loaded and attached in {:.1} ms",
             tracer.load_time.as_secs_f64() * 1e3

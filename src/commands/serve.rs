@@ -20,8 +20,6 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sockstat::events::metrics::EventMetrics;
-use sockstat::events::ConnEvent;
 use sockstat::render::metrics::ZoneMetrics;
 use sockstat::render::metrics::{self, MetricsInput, SelfMetrics};
 use sockstat::run::drops::DropCounter;
@@ -302,7 +300,12 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let mut collector = Collector::new(proc_root.clone(), zones, owner_scan);
     if let Some((tracer, drops)) = events {
-        collector = collector.with_events(drain_events(tracer, all_zones)?, drops);
+        let metrics = sockstat::run::exporter::sum_events(tracer, all_zones, || {
+            // Reading the ring buffer takes no privilege: this thread holds none.
+            let _ = privileges::keep_in_this_thread(CapabilitySet::empty());
+        })
+        .context("starting the events thread")?;
+        collector = collector.with_events(metrics, drops);
     }
     let mut collector = Worker {
         collector,
@@ -375,55 +378,6 @@ fn start_events() -> Result<(Tracer, DropCounter), Unavailable> {
     }
     let drops = DropCounter::start()?;
     Ok((tracer, drops))
-}
-
-/// Sums the events of the namespace sockstat runs in (of every namespace with `all_zones`),
-/// read every 100 ms on a thread of their own, into the metrics each collection renders.
-fn drain_events(mut tracer: Tracer, all_zones: bool) -> anyhow::Result<Arc<Mutex<EventMetrics>>> {
-    let own = sockstat::run::events::own_netns();
-    let metrics = Arc::new(Mutex::new(EventMetrics::new(own)));
-    let sink = Arc::clone(&metrics);
-    let clock = sockstat::events::Clock::now();
-    std::thread::Builder::new()
-        .name("events".into())
-        .spawn(move || {
-            // Reading the ring buffer takes no privilege: this thread holds none.
-            let _ = privileges::keep_in_this_thread(CapabilitySet::empty());
-            events_loop(&mut tracer, &clock, own, all_zones, &sink);
-        })
-        .context("starting the events thread")?;
-    Ok(metrics)
-}
-
-/// The events thread's work: every 100 ms, the events of the namespaces wanted, summed.
-fn events_loop(
-    tracer: &mut Tracer,
-    clock: &sockstat::events::Clock,
-    own: Option<u64>,
-    all_zones: bool,
-    sink: &Mutex<EventMetrics>,
-) {
-    loop {
-        let mut batch = Vec::new();
-        tracer.drain(|r| {
-            if let Some(e) = ConnEvent::from_record(&r, clock) {
-                if all_zones || Some(e.netns) == own {
-                    batch.push(e);
-                }
-            }
-        });
-        let lost = tracer.lost();
-        {
-            let mut m = sink.lock().unwrap_or_else(|p| p.into_inner());
-            for e in &batch {
-                m.add(e);
-            }
-            if let Ok(l) = lost {
-                m.lost = l;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// One scrape: starts a collection unless one is running, waits for it within the budget, and

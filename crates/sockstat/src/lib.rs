@@ -206,20 +206,12 @@ pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
 /// The zone (network namespace) sockstat runs in, named as `-Z` names it (`global` on the
 /// host); `None` when it cannot be told.
 pub fn current_zone(proc_root: &std::path::Path) -> Option<Zone> {
-    let (targets, _) = sys::netns::discover(proc_root);
-    targets.into_iter().find(|t| t.own).map(|t| t.zone)
+    run::current_zone(proc_root)
 }
 
 /// Looks up a user by name, or takes a number as a uid: the form `--user` accepts.
 pub fn resolve_user(name_or_uid: &str) -> Result<u32, FilterError> {
-    if let Ok(n) = name_or_uid.parse::<u32>() {
-        return Ok(n);
-    }
-    sys::users::uid_of(name_or_uid).ok_or_else(|| {
-        FilterError::from_message(format!(
-            "unknown user '{name_or_uid}': give a user name from the user database or a numeric uid"
-        ))
-    })
+    run::resolve_user(name_or_uid)
 }
 
 /// One listening port and the processes behind it.

@@ -1,14 +1,171 @@
 //! The connection-events use case (`sockstat events`, the exporter's event metrics, the
 //! connects `diagnose` and `ports` measure over their interval): the tracer that loads the
-//! probe and reads its records, the network namespaces a query selects, and the user names of
-//! the processes events name. The records are decoded by the pure [`crate::events`].
+//! probe and reads its records, the [`Stream`] of the events a query selects (decoded, matched
+//! against its filters and zones, each with its peer and user names, summed when asked), the
+//! network namespaces a query selects, and the user names of the processes events name. The
+//! records are decoded by the pure [`crate::events`]; the renderers write what [`Stream`]
+//! returns.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 pub use crate::sys::tcp_events::{BackgroundReader, Tracer, Unavailable, CONNS_MAX, RING_BYTES};
 
-use crate::events::{Clock, ConnEvent};
+use crate::events::stats::Stats;
+use crate::events::{Clock, ConnEvent, Lost, Peers, Record};
 use crate::query::Query;
+
+/// How a [`Stream`] reads.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct StreamOptions {
+    /// Records the reading thread may hold for the caller before it drops more (counted as
+    /// lost to a full ring).
+    pub max_backlog: usize,
+    /// Fill in the user names of the events' processes.
+    pub resolve_users: bool,
+    /// Sum the events the query selects per side, command and destination ([`Stats`]).
+    pub stats: bool,
+}
+
+impl Default for StreamOptions {
+    fn default() -> StreamOptions {
+        StreamOptions {
+            max_backlog: 500_000,
+            resolve_users: true,
+            stats: false,
+        }
+    }
+}
+
+/// An event a [`Stream`] selected, with its zone's name when the query names every zone (`-Z`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ZonedEvent {
+    /// The event, its process's and peer's user names filled when asked.
+    pub event: ConnEvent,
+    /// Its zone's name, with `-Z`.
+    pub zone: Option<String>,
+}
+
+/// What a [`Stream`] read since the last batch.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Batch {
+    /// The events the query selects, in the order the kernel wrote them.
+    pub events: Vec<ZonedEvent>,
+    /// What was lost since the last batch (zero when nothing was).
+    pub lost: Lost,
+    /// Records that did not decode since the last batch (a bug: none are expected).
+    pub undecodable: u64,
+}
+
+/// What a [`Stream`] leaves when it ends.
+#[non_exhaustive]
+pub struct Finished {
+    /// What the kernel wrote up to the end.
+    pub rest: Batch,
+    /// The sums, with [`StreamOptions::stats`].
+    pub stats: Option<Stats>,
+    /// What was lost over the whole stream.
+    pub lost: Lost,
+    /// The tracer, for its programs' run statistics (`None` when its thread panicked).
+    pub tracer: Option<Tracer>,
+}
+
+/// The connection events a query selects, as they happen (`sockstat events`): a thread reads
+/// the tracer's ring buffer, and each [`Stream::next`] decodes what it read, remembers every
+/// connection's ends so that each event names its peer ([`Peers`], from every event, selected
+/// or not), and keeps the events of the query's zones that pass its filters.
+pub struct Stream {
+    reader: BackgroundReader,
+    q: Query,
+    zones: ZoneScope,
+    clock: Clock,
+    users: Option<UserNames>,
+    peers: Peers,
+    stats: Option<Stats>,
+    lost: Lost,
+    bad: u64,
+}
+
+impl Stream {
+    /// Starts reading `tracer`'s events for `q`, in the namespaces `zones` selects
+    /// ([`ZoneScope::new`] of the same query). Fails when the reading thread cannot start.
+    pub fn new(
+        q: &Query,
+        zones: ZoneScope,
+        tracer: Tracer,
+        opts: StreamOptions,
+    ) -> std::io::Result<Stream> {
+        Ok(Stream {
+            reader: tracer.spawn_reader(opts.max_backlog)?,
+            q: q.clone(),
+            zones,
+            clock: Clock::now(),
+            users: opts.resolve_users.then(UserNames::default),
+            peers: Peers::default(),
+            stats: opts.stats.then(Stats::default),
+            lost: Lost::default(),
+            bad: 0,
+        })
+    }
+
+    /// True with `-Z`: every namespace's events, each with its zone's name.
+    pub fn every_zone(&self) -> bool {
+        self.zones.all()
+    }
+
+    /// The events read within `wait` (at once when some are waiting), and what was lost.
+    pub fn next(&mut self, wait: Duration) -> Batch {
+        let batches = self.reader.recv(wait);
+        self.batch(batches)
+    }
+
+    /// Stops reading: what the kernel wrote up to now, and what the stream leaves.
+    pub fn finish(mut self) -> Finished {
+        let (tracer, rest) = self.reader.stop();
+        let rest = self.batch(rest);
+        Finished {
+            rest,
+            stats: self.stats,
+            lost: self.lost,
+            tracer,
+        }
+    }
+
+    fn batch(&mut self, batches: Vec<Vec<Record>>) -> Batch {
+        let mut events = Vec::new();
+        for r in batches.iter().flatten() {
+            let Some(mut e) = ConnEvent::from_record(r, &self.clock) else {
+                continue;
+            };
+            self.peers.observe(&mut e);
+            if !self.zones.wants(e.netns) || !e.matches(&self.q) {
+                continue;
+            }
+            if let Some(u) = self.users.as_mut() {
+                u.fill(&mut e);
+            }
+            if let Some(s) = self.stats.as_mut() {
+                s.add(&e);
+            }
+            let zone = self.zones.all().then(|| self.zones.name(e.netns));
+            events.push(ZonedEvent { event: e, zone });
+        }
+        let (lost, bad) = self.reader.lost();
+        let undecodable = bad.saturating_sub(self.bad);
+        self.bad = self.bad.max(bad);
+        self.peers.expire(Clock::monotonic_now());
+        let new = lost.since(&self.lost);
+        self.lost = lost;
+        Batch {
+            events,
+            lost: new,
+            undecodable,
+        }
+    }
+}
 
 /// The inode of the network namespace this thread runs in (what events carry as `netns`).
 pub fn own_netns() -> Option<u64> {

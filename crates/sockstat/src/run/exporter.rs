@@ -358,6 +358,49 @@ impl Collector {
     }
 }
 
+/// The exporter's connection-event metrics: the events of the namespace sockstat runs in (of
+/// every namespace with `all_zones`), read from `tracer` every 100 ms on a thread of their own
+/// (named `events`), summed into what each collection renders ([`EventMetrics`]). `in_thread`
+/// runs first on that thread (the command drops its capabilities there: reading the ring
+/// buffer takes none).
+pub fn sum_events(
+    mut tracer: crate::run::events::Tracer,
+    all_zones: bool,
+    in_thread: impl FnOnce() + Send + 'static,
+) -> std::io::Result<Arc<Mutex<EventMetrics>>> {
+    let own = crate::run::events::own_netns();
+    let metrics = Arc::new(Mutex::new(EventMetrics::new(own)));
+    let sink = Arc::clone(&metrics);
+    let clock = crate::events::Clock::now();
+    std::thread::Builder::new()
+        .name("events".into())
+        .spawn(move || {
+            in_thread();
+            loop {
+                let mut batch = Vec::new();
+                tracer.drain(|r| {
+                    if let Some(e) = crate::events::ConnEvent::from_record(&r, &clock) {
+                        if all_zones || Some(e.netns) == own {
+                            batch.push(e);
+                        }
+                    }
+                });
+                let lost = tracer.lost();
+                {
+                    let mut m = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    for e in &batch {
+                        m.add(e);
+                    }
+                    if let Ok(l) = lost {
+                        m.lost = l;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })?;
+    Ok(metrics)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

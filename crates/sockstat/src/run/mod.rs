@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::events::{Clock, ConnEvent};
+use crate::query::FilterError;
 use crate::run::sampler::Sampler;
 use crate::sample::Sample;
 
@@ -73,4 +74,22 @@ fn second_sample(
 ) -> Result<Sample, Error> {
     trace_until(first.taken + interval, tracer, each);
     sampler.sample()
+}
+
+/// The zone sockstat runs in ([`crate::current_zone`]).
+pub(crate) fn current_zone(proc_root: &std::path::Path) -> Option<crate::zone::Zone> {
+    let (targets, _) = crate::sys::netns::discover(proc_root);
+    targets.into_iter().find(|t| t.own).map(|t| t.zone)
+}
+
+/// A user by name or number, as `--user` takes it ([`crate::resolve_user`]).
+pub(crate) fn resolve_user(name_or_uid: &str) -> Result<u32, FilterError> {
+    if let Ok(n) = name_or_uid.parse::<u32>() {
+        return Ok(n);
+    }
+    crate::sys::users::uid_of(name_or_uid).ok_or_else(|| {
+        FilterError::from_message(format!(
+            "unknown user '{name_or_uid}': give a user name from the user database or a numeric uid"
+        ))
+    })
 }
