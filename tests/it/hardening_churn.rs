@@ -571,7 +571,23 @@ impl Drop for Namespace {
 #[test]
 fn churn_never_yields_a_false_owner() {
     require_root!("churn_never_yields_a_false_owner (pid namespace)");
-    churn(Some("proc"));
+    // The /proc scan walks fds while the dump runs, so it catches holders that live 0.5-2 ms:
+    // the check that it never names a false owner means most when some of those were seen.
+    // Whether the scan overlaps a short life is the scheduler's say: on a loaded machine 20
+    // runs can all miss (seen once in a suite run beside two CPU-bound loops). A churn that saw
+    // none is run again, up to ATTEMPTS in all, each checked for false owners in full; only a
+    // scan that never sees a short-lived holder in any fails.
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..=ATTEMPTS {
+        if churn(Some("proc")) > 0 {
+            return;
+        }
+        eprintln!(
+            "churn_never_yields_a_false_owner: attempt {attempt} of {ATTEMPTS}: no \
+             short-lived holder was seen by sockstat (no false owner either)"
+        );
+    }
+    panic!("no short-lived holder was seen by sockstat in {ATTEMPTS} churns of {RUNS} runs");
 }
 
 /// The same churn with the owners read by the BPF iterator (which `auto` takes only on hosts
@@ -694,7 +710,9 @@ fn run_driver(env: &[(&str, &std::ffi::OsStr)], limit: Duration) -> std::process
     }
 }
 
-fn churn(owner_scan: Option<&str>) {
+/// One churn with sockstat run `RUNS` times in it, every owner it reported checked against the
+/// truth; returns how many of them were short-lived holders.
+fn churn(owner_scan: Option<&str>) -> usize {
     let _machine = loads_the_machine();
     let dir = tempdir();
     let mut env = vec![(ENV, dir.path().as_os_str())];
@@ -813,21 +831,15 @@ fn churn(owner_scan: Option<&str>) {
         }
     );
     assert!(truth.forks > 100, "the churn ran: {} forks", truth.forks);
-    // The /proc scan walks fds while the dump runs, so it catches holders that live 0.5-2 ms.
     // The BPF scan's iterator runs after its setup (kernel BTF, program load: 10-20 ms here)
-    // and so after the dump: such holders have exited by then and their sockets are rightly
-    // listed without owners. The pid-reuse window it does have is forced open, and checked, by
-    // a_pid_reused_after_the_bpf_iterator_is_never_the_holder.
-    if owner_scan != Some("bpf") {
-        assert!(
-            churn_seen > 0,
-            "some short-lived holders were seen by sockstat"
-        );
-    }
+    // and so after the dump: short-lived holders have exited by then and their sockets are
+    // rightly listed without owners. The pid-reuse window it does have is forced open, and
+    // checked, by a_pid_reused_after_the_bpf_iterator_is_never_the_holder.
     if pid_max_set {
         assert!(
             turnovers_in_runs > RUNS,
             "pids were reused while sockstat ran: {turnovers_in_runs}"
         );
     }
+    churn_seen
 }
