@@ -274,6 +274,7 @@ mod tests {
                 info: TcpInfo::from_bytes(&raw),
                 congestion: Some("cubic".into()),
                 bbr: None,
+                read_at: None,
             })),
             memory: Some(Box::new(Memory {
                 rmem_alloc_bytes: 0,

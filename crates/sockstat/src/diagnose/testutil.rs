@@ -267,6 +267,7 @@ impl TcpBuilder {
                 info: TcpInfo::from_bytes(&b),
                 congestion: Some("bbr".into()),
                 bbr: None,
+                read_at: None,
             })),
             memory: self.memory.map(Box::new),
             ..Socket::new(

@@ -25,6 +25,11 @@ pub struct TcpDetails {
     pub congestion: Option<String>,
     /// BBR's own estimates (`INET_DIAG_BBRINFO`) when the algorithm is BBR.
     pub bbr: Option<BbrInfo>,
+    /// When sockstat read `info` (the dump message carrying it, as it was decoded): a dump of
+    /// 60k sockets takes 60 ms or more, so two samples' reads of one connection are not the
+    /// samples' interval apart; rates divide by the time between its own two reads
+    /// (`top::Conn::window_s`). `None` where the counters did not come from a live dump.
+    pub read_at: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for TcpDetails {
@@ -284,6 +289,7 @@ mod tests {
             info: i,
             congestion: None,
             bbr: None,
+            read_at: None,
         };
         assert_eq!(t.rcv_wnd_advertised(), Some(65_535));
     }
@@ -306,6 +312,7 @@ mod tests {
             info: i,
             congestion: None,
             bbr: None,
+            read_at: None,
         };
         assert_eq!(t.rcv_wnd_advertised(), Some(65_535 << 7));
     }
@@ -325,6 +332,7 @@ mod tests {
             info: i,
             congestion: Some("cubic".into()),
             bbr: None,
+            read_at: None,
         };
         let v = serde_json::to_value(&t).unwrap();
         assert_eq!(v["snd_wnd_bytes"], 4096);
@@ -350,6 +358,7 @@ mod tests {
             info: i,
             congestion: None,
             bbr: None,
+            read_at: None,
         };
         assert_eq!(t.rwnd_limited_share(), Some(0.25));
         assert_eq!(t.sndbuf_limited_share(), Some(0.5));

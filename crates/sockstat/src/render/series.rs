@@ -112,6 +112,7 @@ mod tests {
             info: TcpInfo::from_bytes(&raw),
             congestion: Some("cubic".into()),
             bbr: None,
+            read_at: None,
         })
     }
 

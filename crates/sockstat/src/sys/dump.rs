@@ -953,11 +953,13 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
                 info: TcpInfo::from_bytes(info),
                 congestion: cong.map(str::to_string),
                 bbr: m.attrs.bbr,
+                read_at: Some(std::time::Instant::now()),
             })),
             (Proto::Tcp | Proto::Mptcp, None, Some(cong)) => Some(Box::new(TcpDetails {
                 info: TcpInfo::from_bytes(&[]),
                 congestion: Some(cong.to_string()),
                 bbr: None,
+                read_at: None,
             })),
             _ => None,
         },

@@ -197,6 +197,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             retransmits: None,
             drops: None,
             findings: vec![],
+            window_s: None,
         });
         closed.push((*s).clone());
     }
@@ -233,6 +234,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             retransmits: None,
             drops: None,
             findings: vec![],
+            window_s: None,
         });
         short.push(s);
         short_process.push(e.process.clone());
@@ -343,7 +345,16 @@ fn counted_conn(at: SocketAt, zone: usize, prior: Option<&Socket>, s: &Socket) -
             (None, _) => None,
         },
         findings: vec![],
+        window_s: read_at(s)
+            .zip(prior.and_then(read_at))
+            .map(|(now, was)| now.saturating_duration_since(was).as_secs_f64())
+            .filter(|&w| w > 0.0),
     }
+}
+
+/// When the sample read a socket's TCP counters.
+fn read_at(s: &Socket) -> Option<std::time::Instant> {
+    s.tcp.as_ref()?.read_at
 }
 
 /// Indexes each connection's findings (by cookie).

@@ -164,18 +164,26 @@ pub struct Conn {
     pub drops: Option<u64>,
     /// Indices into [`Report::findings`] of the findings about this connection.
     pub findings: Vec<usize>,
+    /// Seconds between the two reads of its counters, when both samples saw it and timed
+    /// their reads: its socket is read wherever it falls in each dump, which at 60k sockets
+    /// moves it by tens of ms against the samples' interval (doc/reference/BENCHMARKS.md, "The
+    /// live view"). `None`: its bytes are over the report's interval.
+    pub window_s: Option<f64>,
 }
 
 impl Conn {
-    /// Bytes per second sent over `interval_s`, rounded to a whole byte (so that sums of
-    /// rates are sums of whole numbers, as the JSON shows them).
+    /// Bytes per second sent over its own window ([`Conn::window_s`]) or else `interval_s`,
+    /// rounded to a whole byte (so that sums of rates are sums of whole numbers, as the JSON
+    /// shows them).
     pub fn send_rate(&self, interval_s: f64) -> Option<u64> {
-        self.sent.map(|b| per_second(b, interval_s))
+        let over = self.window_s.unwrap_or(interval_s);
+        self.sent.map(|b| per_second(b, over))
     }
 
-    /// Bytes per second received over `interval_s`, rounded as [`Conn::send_rate`].
+    /// Bytes per second received, as [`Conn::send_rate`].
     pub fn recv_rate(&self, interval_s: f64) -> Option<u64> {
-        self.received.map(|b| per_second(b, interval_s))
+        let over = self.window_s.unwrap_or(interval_s);
+        self.received.map(|b| per_second(b, over))
     }
 
     /// True when its byte counts are not known: a socket of a protocol without byte counters,

@@ -159,6 +159,39 @@ fn rates_are_counter_deltas_over_the_measured_interval() {
     assert_eq!(g.totals.send, 100_000);
 }
 
+/// A connection read 80 ms into the earlier dump and 280 ms into the later one (a slow dump
+/// under load) moved its bytes over 2.2 s, not the samples' 2 s: its rate is over its own
+/// reads; one whose reads were not timed keeps the samples' interval.
+#[test]
+fn rates_are_over_each_connections_own_reads() {
+    let t0 = Instant::now();
+    let timed = |mut s: Socket, at: Instant| {
+        s.tcp.as_mut().unwrap().read_at = Some(at);
+        s
+    };
+    let before = vec![
+        timed(conn(1, 0, 0, &[10]), t0 + Duration::from_millis(80)),
+        conn(2, 0, 0, &[11]),
+    ];
+    let after = vec![
+        timed(conn(1, 220_000, 0, &[10]), t0 + Duration::from_millis(2_280)),
+        conn(2, 220_000, 0, &[11]),
+    ];
+    let r = measure(
+        &sample(t0, before),
+        Arc::new(sample(t0 + Duration::from_secs(2), after)),
+        Interval {
+            events: traced(),
+            ..Interval::default()
+        },
+    );
+    assert_eq!(r.interval_s, 2.0);
+    let g = group(&r, By::Process, None, Column::Rate);
+    assert_eq!(row_of(&g, 10).send, Some(100_000), "220 kB over its 2.2 s");
+    assert_eq!(row_of(&g, 11).send, Some(110_000), "220 kB over the samples' 2 s");
+    assert_eq!(g.totals.send, 210_000, "the totals are the rows' sums");
+}
+
 #[test]
 fn a_connection_opened_in_the_interval_counts_whole_without_its_syn() {
     let r = run(vec![], vec![conn(2, 600, 0, &[10])], vec![], traced());
