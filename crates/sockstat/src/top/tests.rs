@@ -174,7 +174,10 @@ fn rates_are_over_each_connections_own_reads() {
         conn(2, 0, 0, &[11]),
     ];
     let after = vec![
-        timed(conn(1, 220_000, 0, &[10]), t0 + Duration::from_millis(2_280)),
+        timed(
+            conn(1, 220_000, 0, &[10]),
+            t0 + Duration::from_millis(2_280),
+        ),
         conn(2, 220_000, 0, &[11]),
     ];
     let r = measure(
@@ -188,7 +191,11 @@ fn rates_are_over_each_connections_own_reads() {
     assert_eq!(r.interval_s, 2.0);
     let g = group(&r, By::Process, None, Column::Rate);
     assert_eq!(row_of(&g, 10).send, Some(100_000), "220 kB over its 2.2 s");
-    assert_eq!(row_of(&g, 11).send, Some(110_000), "220 kB over the samples' 2 s");
+    assert_eq!(
+        row_of(&g, 11).send,
+        Some(110_000),
+        "220 kB over the samples' 2 s"
+    );
     assert_eq!(g.totals.send, 210_000, "the totals are the rows' sums");
 }
 

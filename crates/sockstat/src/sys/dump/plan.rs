@@ -1,0 +1,158 @@
+//! What a query dumps: its targets (one per family and protocol, in output order), the
+//! kernel filter program of its ports and prefixes, and the fixed sequence number and name of
+//! each dump.
+
+use crate::model::{Family, Proto};
+use crate::query::Query;
+use sockstat_wire::bytecode::{self, Cond, Expr, Side};
+use sockstat_wire::inet_diag;
+
+/// One dump to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Target {
+    Inet(Proto, Family),
+    Unix,
+    Packet,
+    Netlink,
+}
+
+impl Target {
+    /// The netlink sequence number of this target's dump: fixed per target (not a running
+    /// count), so a recording replays under any other selection of families and protocols.
+    pub(super) fn seq(self) -> u32 {
+        match self {
+            Target::Inet(p, f) => {
+                // Fixed per protocol (recordings name dumps by it); ICMP is never dumped.
+                let i = match p {
+                    Proto::Tcp => 0,
+                    Proto::Udp => 1,
+                    Proto::Udplite => 2,
+                    Proto::Raw => 3,
+                    Proto::Sctp => 4,
+                    Proto::Mptcp => 5,
+                    Proto::Icmp => 8,
+                    Proto::Unix | Proto::Packet | Proto::Netlink | Proto::Other => 9,
+                };
+                10 + 2 * i + u32::from(f == Family::Inet6)
+            }
+            Target::Unix => 50,
+            Target::Packet => 51,
+            Target::Netlink => 52,
+        }
+    }
+
+    pub(super) fn key(self) -> String {
+        match self {
+            Target::Inet(p, Family::Inet) => format!("{}4", p.name()),
+            Target::Inet(p, _) => format!("{}6", p.name()),
+            Target::Unix => "unix".into(),
+            Target::Packet => "packet".into(),
+            Target::Netlink => "netlink".into(),
+        }
+    }
+}
+
+pub(super) fn ipproto(p: Proto) -> u16 {
+    match p {
+        Proto::Tcp => inet_diag::IPPROTO_TCP,
+        Proto::Udp => inet_diag::IPPROTO_UDP,
+        Proto::Udplite => inet_diag::IPPROTO_UDPLITE,
+        Proto::Raw => inet_diag::IPPROTO_RAW,
+        Proto::Sctp => inet_diag::IPPROTO_SCTP,
+        Proto::Mptcp => inet_diag::IPPROTO_MPTCP,
+        Proto::Icmp | Proto::Unix | Proto::Packet | Proto::Netlink | Proto::Other => 0,
+    }
+}
+
+/// Protocols sock_diag does not list at all (no diag module exists): always read from
+/// `/proc/net`, never asked of the kernel, and no fallback warning.
+pub(super) fn proc_only(t: Target) -> bool {
+    matches!(t, Target::Inet(Proto::Icmp, _))
+}
+
+/// The dumps a query needs, in output order.
+pub(super) fn targets(q: &Query) -> Vec<Target> {
+    let mut out = Vec::new();
+    for proto in Proto::ALL {
+        if !q.wants_proto(proto) {
+            continue;
+        }
+        match proto {
+            Proto::Unix => {
+                if q.families.unix && !q.inet_only() {
+                    out.push(Target::Unix)
+                }
+            }
+            Proto::Packet => {
+                if !q.inet_only() {
+                    out.push(Target::Packet)
+                }
+            }
+            Proto::Netlink => {
+                if !q.inet_only() {
+                    out.push(Target::Netlink)
+                }
+            }
+            // Known only from processes' fds (`sys::unlisted`): no table to dump.
+            Proto::Other => {}
+            p => {
+                if q.families.inet {
+                    out.push(Target::Inet(p, Family::Inet));
+                }
+                if q.families.inet6 {
+                    out.push(Target::Inet(p, Family::Inet6));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Port in one of `ranges` on `side`, as every kernel's filter machine can test it: GE/LE
+/// (EQ needs 4.16).
+pub(super) fn port_within(side: Side, ranges: &[(u16, u16)]) -> Expr {
+    let within = |lo: u16, hi: u16| match side {
+        Side::Src => [Cond::SrcPortGe(lo), Cond::SrcPortLe(hi)],
+        Side::Dst => [Cond::DstPortGe(lo), Cond::DstPortLe(hi)],
+    };
+    Expr::Or(
+        ranges
+            .iter()
+            .map(|&(lo, hi)| Expr::And(within(lo, hi).map(Expr::Cond).to_vec()))
+            .collect(),
+    )
+}
+
+/// The kernel filter program for the query's ports and prefixes, if any.
+pub(super) fn filter_program(q: &Query) -> Option<Vec<u8>> {
+    let mut all = Vec::new();
+    if let Some(ports) = &q.ports {
+        all.push(Expr::Or(vec![
+            port_within(Side::Src, ports.ranges()),
+            port_within(Side::Dst, ports.ranges()),
+        ]));
+    }
+    if let Some(ports) = &q.sport {
+        all.push(port_within(Side::Src, ports.ranges()));
+    }
+    if let Some(ports) = &q.dport {
+        all.push(port_within(Side::Dst, ports.ranges()));
+    }
+    if let Some(net) = &q.src {
+        all.push(Expr::Cond(Cond::SrcPrefix {
+            addr: net.network(),
+            prefix_len: net.prefix_len(),
+        }));
+    }
+    if let Some(net) = &q.dst {
+        all.push(Expr::Cond(Cond::DstPrefix {
+            addr: net.network(),
+            prefix_len: net.prefix_len(),
+        }));
+    }
+    if all.is_empty() {
+        None
+    } else {
+        Some(bytecode::compile(&Expr::And(all)))
+    }
+}
