@@ -13,7 +13,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::*;
-use send_buffer::owner_text;
 
 /// Connections held in CLOSE_WAIT across the interval, by one process on one port, from which
 /// they are a pile-up rather than an idle pooled connection or two.
@@ -129,7 +128,7 @@ fn finding(
     let (pid, server, port) = group;
     let n = flows.len();
     let first = flows[0];
-    let who = owner_text(first);
+    let who = first.owner_text();
     // The kernel's receive queue of a TCP socket counts the peer's FIN as one byte until
     // read() returns 0 (`rcv_nxt - copied_seq`, doc/diagnose.md#close-wait-r11): a queue of
     // one is an end of stream the application has not read, not data.

@@ -10,7 +10,6 @@
 //! flight) and data moving both ways over the interval.
 
 use super::*;
-use send_buffer::owner_text;
 
 /// At most this many packets in flight: a request/response exchange, not a bulk transfer.
 pub const MAX_UNACKED: u32 = 2;
@@ -77,7 +76,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             input.counter_delta("TcpExt", "DelayedACKs"),
         );
     let conn = fmt::connection(flow.after).to_string();
-    let who = owner_text(flow);
+    let who = flow.owner_text();
     Some(Finding {
         zone: None,
         rule: RuleId::DelayedAck,

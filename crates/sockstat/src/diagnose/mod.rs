@@ -339,6 +339,10 @@ impl Report {
     }
 }
 
+/// Goodput at this share of the ceiling or more (with nothing else in doubt) makes the verdict
+/// certain; between [`CEILING_MATCH`] and this it is likely.
+pub const CONFIDENT_MATCH: f64 = 0.7;
+
 /// One TCP socket seen in both samples, with the derived quantities of
 /// doc/reference/calibration.md#sampling-model.
 #[derive(Debug, Clone, Copy)]
@@ -358,6 +362,19 @@ fn delta<T: Into<u64>>(a: Option<T>, b: Option<T>) -> Option<u64> {
 }
 
 impl<'a> Flow<'a> {
+    /// ` (pid 1234 sender)` when the holder is known, else empty: how a finding names the
+    /// process behind a flow.
+    pub(crate) fn owner_text(&self) -> String {
+        let r = self.socket_ref();
+        match r.owners.first() {
+            Some(o) => match &o.command {
+                Some(c) => format!(" (pid {} {})", o.pid, c),
+                None => format!(" (pid {})", o.pid),
+            },
+            None => String::new(),
+        }
+    }
+
     /// tcp_info in the earlier sample.
     pub fn info0(&self) -> Option<&'a TcpInfo> {
         self.before.tcp.as_ref().map(|t| &t.info)

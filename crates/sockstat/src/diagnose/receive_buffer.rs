@@ -14,8 +14,6 @@
 
 use super::*;
 use receive_window::RECEIVING_BYTES;
-use send_buffer::owner_text;
-use send_buffer::CONFIDENT_MATCH;
 
 /// The receiving goodput must reach this share of what the window allows per round trip for
 /// a locked buffer to matter (lower than [`CEILING_MATCH`]: the lock is shown by its own
@@ -206,7 +204,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("advised_rcvbuf_bytes", advised)
         .int("rmem_max_bytes", ctx.sysctls.rmem_max);
     let conn = fmt::connection(flow.after).to_string();
-    let who = owner_text(flow);
+    let who = flow.owner_text();
     let need = match advised {
         Some(a) => format!(
             " This path needs SO_RCVBUF >= BDP = {a} bytes ({}).",

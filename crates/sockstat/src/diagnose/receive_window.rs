@@ -27,7 +27,6 @@
 
 use super::*;
 use crate::model::tcp::{opt, MAX_UNSCALED_WINDOW};
-use send_buffer::owner_text;
 
 /// Share of busy time in `rwnd_limited` that suggests the window (window-bound flows showed
 /// 19-100%, BBR ones as little as 2%: hence the window-full test beside it,
@@ -160,7 +159,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     ev.int("local_tcp_window_scaling", ctx.sysctls.tcp_window_scaling);
 
     let conn = fmt::connection(flow.after).to_string();
-    let who = owner_text(flow);
+    let who = flow.owner_text();
     let need = match (advised, bw) {
         (Some(a), Some((b, _))) => format!(
             " To fill {} at this RTT the window must reach the BDP, {} bytes ({}).",

@@ -12,7 +12,6 @@
 //! process that does not read.
 
 use super::*;
-use send_buffer::owner_text;
 
 /// `idiag_timer` of the persist (zero-window probe) timer.
 pub const TIMER_PERSIST: u8 = 4;
@@ -55,7 +54,7 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
             input.counter_delta("TcpExt", "TCPWinProbe"),
         );
     let conn = fmt::connection(flow.after).to_string();
-    let who = owner_text(flow);
+    let who = flow.owner_text();
     let unanswered = probes >= 1;
     let summary = format!(
         "{conn}{who}: the peer advertises a zero window{}; {} bytes are stuck in Send-Q{}",

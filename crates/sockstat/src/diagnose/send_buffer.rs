@@ -365,7 +365,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("wmem_max_bytes", s.wmem_max)
         .int("tcp_wmem_max_bytes", s.tcp_wmem.map(|w| w[2]));
 
-    let who = owner_text(flow);
+    let who = flow.owner_text();
     let conn = fmt::connection(flow.after).to_string();
     let rtt_text = if r_us > min_us + min_us / 5 {
         format!(
@@ -472,10 +472,6 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     })
 }
 
-/// Goodput at this share of the ceiling or more (with nothing else in doubt) makes the verdict
-/// certain; between [`CEILING_MATCH`] and this it is likely.
-pub const CONFIDENT_MATCH: f64 = 0.7;
-
 /// True when the flow's send queue escaped its send buffer: more than [`ESCAPE_MARGIN`] past
 /// `tb` in a sample, or more than that moved per round trip. Such a sender fills any window in
 /// bursts (so R2 leaves it to R1).
@@ -484,18 +480,6 @@ pub(crate) fn escaped(flow: &Flow<'_>) -> bool {
         return false;
     };
     flow.send_queue_escaped(ESCAPE_MARGIN) || g * f64::from(r) / 1e6 > (tb + ESCAPE_MARGIN) as f64
-}
-
-/// ` (pid 1234 sender)` when the holder is known, else empty.
-pub(crate) fn owner_text(flow: &Flow<'_>) -> String {
-    let r = flow.socket_ref();
-    match r.owners.first() {
-        Some(o) => match &o.command {
-            Some(c) => format!(" (pid {} {})", o.pid, c),
-            None => format!(" (pid {})", o.pid),
-        },
-        None => String::new(),
-    }
 }
 
 /// A busy flow whose BDP needs more send buffer than the host's sysctls allow (doc/reference/linux.md#sysctls).
