@@ -171,7 +171,7 @@ pub fn query(groups: &[&dyn Narrow]) -> anyhow::Result<Query> {
     for g in groups {
         g.narrow(&mut q)?;
     }
-    if !q.owners && (q.pids.is_some() || q.command.is_some()) {
+    if !q.gather.owners && (q.select.pids.is_some() || q.select.command.is_some()) {
         return Err(crate::usage(
             "--pid and --command need the owner scan; drop --no-owners",
         ));
@@ -216,9 +216,9 @@ pub struct FamilyArgs {
 impl Narrow for FamilyArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
         if self.inet || self.inet6 {
-            q.families.inet = self.inet;
-            q.families.inet6 = self.inet6;
-            q.families.unix = false;
+            q.select.families.inet = self.inet;
+            q.select.families.inet6 = self.inet6;
+            q.select.families.unix = false;
         }
         Ok(())
     }
@@ -236,12 +236,12 @@ impl Narrow for UnixArg {
     /// After [`FamilyArgs`]: `-u` alone is unix only, `-4 -u` IPv4 and unix.
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
         if self.unix {
-            if q.families.unix {
+            if q.select.families.unix {
                 // No -4 or -6: unix alone.
-                q.families.inet = false;
-                q.families.inet6 = false;
+                q.select.families.inet = false;
+                q.select.families.inet6 = false;
             }
-            q.families.unix = true;
+            q.select.families.unix = true;
         }
         Ok(())
     }
@@ -261,8 +261,8 @@ pub struct RoleArgs {
 
 impl Narrow for RoleArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.connected = self.connected;
-        q.listening = self.listening;
+        q.select.connected = self.connected;
+        q.select.listening = self.listening;
         Ok(())
     }
 }
@@ -295,12 +295,12 @@ pub struct EndpointArgs {
 
 impl Narrow for EndpointArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.no_loopback = self.no_loopback;
-        q.ports = self.ports.clone();
-        q.sport = self.sport.clone();
-        q.dport = self.dport.clone();
-        q.src = self.src;
-        q.dst = self.dst;
+        q.select.no_loopback = self.no_loopback;
+        q.select.ports = self.ports.clone();
+        q.select.sport = self.sport.clone();
+        q.select.dport = self.dport.clone();
+        q.select.src = self.src;
+        q.select.dst = self.dst;
         Ok(())
     }
 }
@@ -318,7 +318,7 @@ pub struct ProtoArgs {
 
 impl Narrow for ProtoArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.protos = self.protos.clone().map(|l| l.0);
+        q.select.protos = self.protos.clone().map(|l| l.0);
         Ok(())
     }
 }
@@ -334,7 +334,7 @@ pub struct StateArgs {
 
 impl Narrow for StateArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.states = self.states.clone().map(|l| l.0);
+        q.select.states = self.states.clone().map(|l| l.0);
         Ok(())
     }
 }
@@ -356,12 +356,12 @@ pub struct HolderArgs {
 
 impl Narrow for HolderArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.pids = self.pids.clone().map(|l| l.0);
-        q.uid = match &self.user {
+        q.select.pids = self.pids.clone().map(|l| l.0);
+        q.select.uid = match &self.user {
             Some(u) => Some(sockstat::resolve_user(u)?),
             None => None,
         };
-        q.command = self.command.clone();
+        q.select.command = self.command.clone();
         Ok(())
     }
 }
@@ -411,7 +411,7 @@ pub struct ConnectedToArgs {
 
 impl Narrow for ConnectedToArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.connected_to = self.connected_to.clone();
+        q.select.connected_to = self.connected_to.clone();
         Ok(())
     }
 }
@@ -449,7 +449,7 @@ impl ZoneArgs {
 
 impl Narrow for ZoneArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.zones = self.select();
+        q.select.zones = self.select();
         Ok(())
     }
 }
@@ -621,22 +621,22 @@ pub struct SourceArgs {
 
 impl Narrow for SourceArgs {
     fn narrow(&self, q: &mut Query) -> anyhow::Result<()> {
-        q.owners = !self.no_owners;
-        q.source = match (&self.replay_netlink, self.source) {
+        q.gather.owners = !self.no_owners;
+        q.gather.source = match (&self.replay_netlink, self.source) {
             (Some(dir), _) => Source::Replay(dir.clone()),
             (None, SourceArg::Auto) => Source::Auto,
             (None, SourceArg::Netlink) => Source::Netlink,
             (None, SourceArg::Proc) => Source::Proc,
         };
         if let Some(root) = &self.proc_root {
-            q.proc_root = root.clone();
+            q.gather.proc_root = root.clone();
         }
-        q.owner_scan = match self.owner_scan {
+        q.gather.owner_scan = match self.owner_scan {
             OwnerScanArg::Auto => sockstat::OwnerScan::Auto,
             OwnerScanArg::Proc => sockstat::OwnerScan::Proc,
             OwnerScanArg::Bpf => sockstat::OwnerScan::Bpf,
         };
-        q.record_netlink = self.record_netlink.clone();
+        q.gather.record_netlink = self.record_netlink.clone();
         Ok(())
     }
 }

@@ -313,17 +313,17 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     }
     let o = &cli.output;
     let mut query = cli::query(&[&cli.filters, &cli.source])?;
-    query.args = o.args;
-    query.resolve_users = !o.numeric;
-    query.tcp_info = o.tcp_info;
-    query.hide_time_wait = o.tcp_info && !o.time_wait && query.states.is_none();
-    query.congestion = o.congestion;
-    query.memory = o.memory;
-    query.cgroups = o.cgroup;
+    query.gather.args = o.args;
+    query.gather.resolve_users = !o.numeric;
+    query.gather.tcp_info = o.tcp_info;
+    query.select.hide_time_wait = o.tcp_info && !o.time_wait && query.select.states.is_none();
+    query.gather.congestion = o.congestion;
+    query.gather.memory = o.memory;
+    query.gather.cgroups = o.cgroup;
     // Counts need no holders, unless a holder filter selects what is counted.
     let summary_only = o.summary && !query.filters_owners();
     if summary_only {
-        query.owners = false;
+        query.gather.owners = false;
     }
     let mut opts = render_options(o);
     opts.zone = cli.filters.zones.all_zones;

@@ -347,11 +347,11 @@ impl View {
         };
         let cookies: Vec<u64> = list.iter().map(|(c, _)| *c).collect();
         let mut q = sockstat::Query::new();
-        q.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
+        q.select.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
         let mut out = Vec::new();
         for z in &r.sample.zones {
             let listed = sockstat::kill::select(z.snapshot.clone(), &q, Some(&cookies));
-            let results = sockstat::kill::close(&listed, &live.query().proc_root);
+            let results = sockstat::kill::close(&listed, &live.query().gather.proc_root);
             for (s, a) in listed.sockets.iter().zip(results) {
                 out.push(format!(
                     "{} {}: {}{}",

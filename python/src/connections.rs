@@ -211,9 +211,9 @@ pub fn net_connections(
     udp: bool,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let mut q = Query::new();
-    q.families.inet = inet;
-    q.families.inet6 = inet6;
-    q.families.unix = unix;
+    q.select.families.inet = inet;
+    q.select.families.inet6 = inet6;
+    q.select.families.unix = unix;
     let mut protos = Vec::new();
     if tcp {
         protos.push(Proto::Tcp);
@@ -224,10 +224,10 @@ pub fn net_connections(
     if unix {
         protos.push(Proto::Unix);
     }
-    q.protos = Some(protos);
+    q.select.protos = Some(protos);
     // psutil's rows are the tables': a socket never bound is in none.
-    q.unlisted = false;
-    q.resolve_users = false;
+    q.gather.unlisted = false;
+    q.gather.resolve_users = false;
     let snap = py.detach(|| sockstat::collect(&q)).map_err(error)?;
 
     let c = consts(py)?;

@@ -26,15 +26,15 @@ fn sockets<'py>(
     details: Details,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let mut q = filters.query()?;
-    q.args = details.args;
-    q.resolve_users = details.resolve_users;
-    q.tcp_info = details.tcp_info;
-    q.congestion = details.congestion;
-    q.memory = details.memory;
-    q.cgroups = details.cgroup;
+    q.gather.args = details.args;
+    q.gather.resolve_users = details.resolve_users;
+    q.gather.tcp_info = details.tcp_info;
+    q.gather.congestion = details.congestion;
+    q.gather.memory = details.memory;
+    q.gather.cgroups = details.cgroup;
     // As the command: with TCP internals, TIME-WAIT entries (which have none) are left out, a
     // warning counting them, unless asked for (`--time-wait`, or a state filter).
-    q.hide_time_wait = details.tcp_info && !details.time_wait && q.states.is_none();
+    q.select.hide_time_wait = details.tcp_info && !details.time_wait && q.select.states.is_none();
     let snap = py.detach(|| sockstat::collect(&q)).map_err(error)?;
     let mut opts = sockstat::render::Options::new();
     opts.args = details.args;

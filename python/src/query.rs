@@ -63,14 +63,14 @@ impl Filters {
     pub fn query(&self) -> PyResult<Query> {
         let mut q = Query::new();
         if let Some(fams) = &self.families {
-            q.families.inet = false;
-            q.families.inet6 = false;
-            q.families.unix = false;
+            q.select.families.inet = false;
+            q.select.families.inet6 = false;
+            q.select.families.unix = false;
             for f in fams {
                 match f.as_str() {
-                    "inet" => q.families.inet = true,
-                    "inet6" => q.families.inet6 = true,
-                    "unix" => q.families.unix = true,
+                    "inet" => q.select.families.inet = true,
+                    "inet6" => q.select.families.inet6 = true,
+                    "unix" => q.select.families.unix = true,
                     other => {
                         return Err(bad(format!(
                             "unknown family '{other}': choose from inet, inet6, unix"
@@ -84,37 +84,37 @@ impl Filters {
                 ));
             }
         }
-        q.protos = filter(self.protos.as_deref().map(parse_protos).transpose())?;
-        q.connected = self.connected;
-        q.listening = self.listening;
-        q.no_loopback = self.no_loopback;
-        q.ports = filter(self.ports.as_deref().map(PortSet::parse).transpose())?;
-        q.sport = filter(self.sport.as_deref().map(PortSet::parse).transpose())?;
-        q.dport = filter(self.dport.as_deref().map(PortSet::parse).transpose())?;
-        q.src = filter(self.src.as_deref().map(parse_prefix).transpose())?;
-        q.dst = filter(self.dst.as_deref().map(parse_prefix).transpose())?;
-        q.states = filter(self.states.as_deref().map(parse_states).transpose())?;
-        q.pids = filter(self.pids.as_deref().map(parse_pids).transpose())?;
-        q.uid = filter(self.user.as_deref().map(sockstat::resolve_user).transpose())?;
-        q.command = filter(self.command.as_deref().map(CommandMatch::parse).transpose())?;
-        q.connected_to = filter(
+        q.select.protos = filter(self.protos.as_deref().map(parse_protos).transpose())?;
+        q.select.connected = self.connected;
+        q.select.listening = self.listening;
+        q.select.no_loopback = self.no_loopback;
+        q.select.ports = filter(self.ports.as_deref().map(PortSet::parse).transpose())?;
+        q.select.sport = filter(self.sport.as_deref().map(PortSet::parse).transpose())?;
+        q.select.dport = filter(self.dport.as_deref().map(PortSet::parse).transpose())?;
+        q.select.src = filter(self.src.as_deref().map(parse_prefix).transpose())?;
+        q.select.dst = filter(self.dst.as_deref().map(parse_prefix).transpose())?;
+        q.select.states = filter(self.states.as_deref().map(parse_states).transpose())?;
+        q.select.pids = filter(self.pids.as_deref().map(parse_pids).transpose())?;
+        q.select.uid = filter(self.user.as_deref().map(sockstat::resolve_user).transpose())?;
+        q.select.command = filter(self.command.as_deref().map(CommandMatch::parse).transpose())?;
+        q.select.connected_to = filter(
             self.connected_to
                 .as_deref()
                 .map(ConnectedTo::parse)
                 .transpose(),
         )?;
-        q.owners = self.owners;
-        if !q.owners && (q.pids.is_some() || q.command.is_some()) {
+        q.gather.owners = self.owners;
+        if !q.gather.owners && (q.select.pids.is_some() || q.select.command.is_some()) {
             return Err(bad(
                 "pids and command need the owner scan; drop owners=False".into(),
             ));
         }
-        q.zones = match (&self.zone, self.all_zones) {
+        q.select.zones = match (&self.zone, self.all_zones) {
             (Some(z), _) => ZoneSelect::Named(z.clone()),
             (None, true) => ZoneSelect::All,
             (None, false) => ZoneSelect::Current,
         };
-        q.source = match self.source.as_str() {
+        q.gather.source = match self.source.as_str() {
             "auto" => Source::Auto,
             "netlink" => Source::Netlink,
             "proc" => Source::Proc,
@@ -124,7 +124,7 @@ impl Filters {
                 )))
             }
         };
-        q.owner_scan = match self.owner_scan.as_str() {
+        q.gather.owner_scan = match self.owner_scan.as_str() {
             "auto" => OwnerScan::Auto,
             "proc" => OwnerScan::Proc,
             "bpf" => OwnerScan::Bpf,

@@ -90,7 +90,7 @@ pub fn counters(
     let wait = interval_s.map(interval).transpose()?;
     let mut q = Query::new();
     if let Some(root) = proc_root {
-        q.proc_root = root;
+        q.gather.proc_root = root;
     }
     let report = py
         .detach(|| sockstat::run::counters::run(&q, wait, all))

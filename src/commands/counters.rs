@@ -75,9 +75,9 @@ pub fn run(
     let json = args.json;
     let zones = &args.zones;
     let mut q = Query::new();
-    q.zones = zones.select();
+    q.select.zones = zones.select();
     if let Some(root) = &args.proc_root {
-        q.proc_root = root.clone();
+        q.gather.proc_root = root.clone();
     }
     if let Some(s) = interval_s {
         announce_wait(

@@ -112,15 +112,15 @@ fn query(a: &KillArgs) -> anyhow::Result<sockstat::Query> {
     };
     f.connected_to.ports_only("kill")?;
     let mut q = crate::cli::query(&[f, &source])?;
-    q.families.unix = false;
-    if !q.families.inet && !q.families.inet6 {
-        q.families.inet = true;
-        q.families.inet6 = true;
+    q.select.families.unix = false;
+    if !q.select.families.inet && !q.select.families.inet6 {
+        q.select.families.inet = true;
+        q.select.families.inet6 = true;
     }
-    q.protos = Some(q.protos.take().unwrap_or_else(|| PROTOCOLS.to_vec()));
+    q.select.protos = Some(q.select.protos.take().unwrap_or_else(|| PROTOCOLS.to_vec()));
     // What no table lists cannot be closed (it has no cookie): not looked for.
-    q.unlisted = false;
-    q.resolve_users = !a.numeric;
+    q.gather.unlisted = false;
+    q.gather.resolve_users = !a.numeric;
     if !k::is_narrowed(&q, a.cookies.as_ref().map(|c| c.0.as_slice())) {
         return Err(crate::usage(
             "kill needs a filter that names what to close (-p, --sport, --dport, --src, --dst, \
@@ -225,7 +225,7 @@ pub fn run(a: &KillArgs) -> anyhow::Result<ExitCode> {
         }
         out = io::BufWriter::new(stdout.lock());
     }
-    let attempts = k::close(&shown, &q.proc_root);
+    let attempts = k::close(&shown, &q.gather.proc_root);
     if json {
         view::write_json(&shown, Some(&attempts), &opts, &mut out)?;
     } else {

@@ -72,7 +72,7 @@ impl PortsArgs {
     fn asked(&self) -> anyhow::Result<Query> {
         let mut q = crate::cli::query(&[&self.families, &self.zones, &self.endpoints])?;
         if let Some(root) = &self.proc_root {
-            q.proc_root = root.clone();
+            q.gather.proc_root = root.clone();
         }
         Ok(q)
     }

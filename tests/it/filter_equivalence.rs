@@ -145,7 +145,7 @@ fn said(snap: &Snapshot, sockets: &[Socket], churn: u16) -> BTreeMap<u64, Said> 
 /// `--dport` the remote one; with any of them, only Internet sockets that have ports (not raw
 /// or ping sockets, whose "port" is a protocol or an identifier).
 fn ports_pass(q: &Query, s: &Socket) -> bool {
-    if q.ports.is_none() && q.sport.is_none() && q.dport.is_none() {
+    if q.select.ports.is_none() && q.select.sport.is_none() && q.select.dport.is_none() {
         return true;
     }
     let port = |e: Option<&Endpoint>| match e {
@@ -163,8 +163,9 @@ fn ports_pass(q: &Query, s: &Socket) -> bool {
         None => true,
         Some(set) => p.is_some_and(|p| set.ranges().iter().any(|&(lo, hi)| (lo..=hi).contains(&p))),
     };
-    let either = q.ports.is_none() || within(&q.ports, lp) || within(&q.ports, rp);
-    either && within(&q.sport, lp) && within(&q.dport, rp)
+    let either =
+        q.select.ports.is_none() || within(&q.select.ports, lp) || within(&q.select.ports, rp);
+    either && within(&q.select.sport, lp) && within(&q.select.dport, rp)
 }
 
 /// A random query over the namespace `zone`, and the command-line form of its filters (for the
@@ -177,40 +178,40 @@ fn random_query(
     root: bool,
 ) -> (Query, String) {
     let mut q = Query::new();
-    q.zones = sockstat::ZoneSelect::Named(zone.to_string());
-    q.resolve_users = false;
+    q.select.zones = sockstat::ZoneSelect::Named(zone.to_string());
+    q.gather.resolve_users = false;
     let mut args = Vec::new();
     if r.chance(3) {
         let fam = r.next() % 7 + 1;
-        q.families.inet = fam & 1 != 0;
-        q.families.inet6 = fam & 2 != 0;
-        q.families.unix = fam & 4 != 0;
+        q.select.families.inet = fam & 1 != 0;
+        q.select.families.inet6 = fam & 2 != 0;
+        q.select.families.unix = fam & 4 != 0;
         args.push(format!("families {fam:03b}"));
     }
     match r.next() % 4 {
         0 => {
-            q.listening = true;
+            q.select.listening = true;
             args.push("-l".into());
         }
         1 => {
-            q.connected = true;
+            q.select.connected = true;
             args.push("-c".into());
         }
         _ => {}
     }
     if r.chance(4) {
         let p = *r.pick(&[Proto::Tcp, Proto::Udp, Proto::Unix]);
-        q.protos = Some(vec![p]);
+        q.select.protos = Some(vec![p]);
         args.push(format!("-P {}", p.name()));
     }
     if r.chance(4) {
         let p = *r.pick(ports);
-        q.ports = Some(PortSet::parse(&p.to_string()).unwrap());
+        q.select.ports = Some(PortSet::parse(&p.to_string()).unwrap());
         args.push(format!("-p {p}"));
     }
     if r.chance(4) {
         let p = *r.pick(ports);
-        q.sport = Some(PortSet::parse(&p.to_string()).unwrap());
+        q.select.sport = Some(PortSet::parse(&p.to_string()).unwrap());
         args.push(format!("--sport {p}"));
     }
     if r.chance(4) {
@@ -221,17 +222,17 @@ fn random_query(
         } else {
             format!("{}-{}", p.saturating_sub(1), p.saturating_add(1))
         };
-        q.dport = Some(PortSet::parse(&text).unwrap());
+        q.select.dport = Some(PortSet::parse(&text).unwrap());
         args.push(format!("--dport {text}"));
     }
     if r.chance(5) {
         let a = *r.pick(&["127.0.0.1", "::1", "127.0.0.0/8"]);
-        q.src = Some(sockstat::query::parse_prefix(a).unwrap());
+        q.select.src = Some(sockstat::query::parse_prefix(a).unwrap());
         args.push(format!("--src {a}"));
     }
     if r.chance(6) {
         let a = *r.pick(&["127.0.0.1", "::1"]);
-        q.dst = Some(sockstat::query::parse_prefix(a).unwrap());
+        q.select.dst = Some(sockstat::query::parse_prefix(a).unwrap());
         args.push(format!("--dst {a}"));
     }
     if r.chance(5) {
@@ -241,32 +242,32 @@ fn random_query(
             State::TimeWait,
             State::Unconn,
         ]);
-        q.states = Some(vec![st]);
+        q.select.states = Some(vec![st]);
         args.push(format!("--state {}", st.name()));
     }
     match r.next() % 5 {
         0 => {
             let p = *r.pick(pids);
-            q.pids = Some(vec![p]);
+            q.select.pids = Some(vec![p]);
             args.push(format!("--pid {p}"));
         }
         1 => {
             let c = *r.pick(&["fe-alpha", "fe-*", "nomatch"]);
-            q.command = Some(sockstat::query::CommandMatch::parse(c).unwrap());
+            q.select.command = Some(sockstat::query::CommandMatch::parse(c).unwrap());
             args.push(format!("--command {c}"));
         }
         2 => {
-            q.uid = Some(0);
+            q.select.uid = Some(0);
             args.push("--user 0".into());
         }
         _ => {}
     }
-    q.owner_scan = if root && r.chance(2) {
+    q.gather.owner_scan = if root && r.chance(2) {
         OwnerScan::Bpf
     } else {
         OwnerScan::Proc
     };
-    args.push(format!("--owner-scan {:?}", q.owner_scan));
+    args.push(format!("--owner-scan {:?}", q.gather.owner_scan));
     (q, args.join(" "))
 }
 
@@ -342,59 +343,59 @@ fn filtered_listings_equal_the_full_listing_filtered_afterwards() {
     // processes), then random ones.
     let fixed = |i: usize| -> Option<(Query, String)> {
         let mut q = Query::new();
-        q.zones = sockstat::ZoneSelect::Named(ns.name.clone());
-        q.resolve_users = false;
-        q.owner_scan = if root && i % 2 == 0 {
+        q.select.zones = sockstat::ZoneSelect::Named(ns.name.clone());
+        q.gather.resolve_users = false;
+        q.gather.owner_scan = if root && i % 2 == 0 {
             OwnerScan::Bpf
         } else {
             OwnerScan::Proc
         };
         let args = match i {
             0 => {
-                q.pids = Some(vec![pids[1]]);
+                q.select.pids = Some(vec![pids[1]]);
                 "--pid (alpha's child)"
             }
             1 => {
-                q.pids = Some(vec![pids[0]]);
-                q.families.inet = false;
-                q.families.inet6 = false;
+                q.select.pids = Some(vec![pids[0]]);
+                q.select.families.inet = false;
+                q.select.families.inet6 = false;
                 "-u --pid (alpha)"
             }
             2 => {
-                q.command = Some(sockstat::query::CommandMatch::parse("fe-b*").unwrap());
+                q.select.command = Some(sockstat::query::CommandMatch::parse("fe-b*").unwrap());
                 "--command 'fe-b*'"
             }
             3 => {
-                q.listening = true;
+                q.select.listening = true;
                 "-l"
             }
             4 => {
-                q.connected = true;
-                q.families.inet = false;
-                q.families.inet6 = false;
+                q.select.connected = true;
+                q.select.families.inet = false;
+                q.select.families.inet6 = false;
                 "-c -u"
             }
             5 => {
-                q.states = Some(vec![State::TimeWait, State::Established]);
+                q.select.states = Some(vec![State::TimeWait, State::Established]);
                 "--state time-wait,established"
             }
             6 => {
-                q.sport = Some(PortSet::parse(&served.to_string()).unwrap());
+                q.select.sport = Some(PortSet::parse(&served.to_string()).unwrap());
                 "--sport (beta's listener)"
             }
             7 => {
-                q.dport = Some(PortSet::parse(&served.to_string()).unwrap());
+                q.select.dport = Some(PortSet::parse(&served.to_string()).unwrap());
                 "--dport (beta's listener)"
             }
             8 => {
-                q.sport = Some(PortSet::parse("1024-65535").unwrap());
-                q.dport = Some(PortSet::parse(&format!("1-{served}")).unwrap());
-                q.connected = true;
+                q.select.sport = Some(PortSet::parse("1024-65535").unwrap());
+                q.select.dport = Some(PortSet::parse(&format!("1-{served}")).unwrap());
+                q.select.connected = true;
                 "-c --sport 1024-65535 --dport 1-(beta's listener)"
             }
             _ => return None,
         };
-        let args = format!("{args} --owner-scan {:?}", q.owner_scan);
+        let args = format!("{args} --owner-scan {:?}", q.gather.owner_scan);
         Some((q, args))
     };
     for i in 0..QUERIES {
@@ -404,16 +405,17 @@ fn filtered_listings_equal_the_full_listing_filtered_afterwards() {
         };
         // The full listing, owners by the default scan, filtered here.
         let mut full_q = Query::new();
-        full_q.zones = q.zones.clone();
-        full_q.resolve_users = false;
+        full_q.select.zones = q.select.zones.clone();
+        full_q.gather.resolve_users = false;
         let full = sockstat::collect(&full_q).expect("full listing");
         // The port filters are applied here by the test's own reading of each socket's ends;
         // the rest by the library's filter.
         let mut others = q.clone();
-        others.ports = None;
-        others.sport = None;
-        others.dport = None;
-        let inet_only = q.ports.is_some() || q.sport.is_some() || q.dport.is_some();
+        others.select.ports = None;
+        others.select.sport = None;
+        others.select.dport = None;
+        let inet_only =
+            q.select.ports.is_some() || q.select.sport.is_some() || q.select.dport.is_some();
         let mut expect: Vec<Socket> = full
             .sockets
             .iter()

@@ -484,9 +484,9 @@ fn a_socket_replaced_after_the_listing_survives() {
         let (c, s) = connect_from("127.0.0.1:0".parse().unwrap(), &l);
         let client_addr = c.local_addr().unwrap();
         let mut q = sockstat::Query::new();
-        q.ports = Some(sockstat::PortSet::parse(&client_addr.port().to_string()).unwrap());
-        q.protos = Some(vec![sockstat::Proto::Tcp]);
-        q.source = sockstat::Source::Netlink;
+        q.select.ports = Some(sockstat::PortSet::parse(&client_addr.port().to_string()).unwrap());
+        q.select.protos = Some(vec![sockstat::Proto::Tcp]);
+        q.gather.source = sockstat::Source::Netlink;
         let snap = sockstat::collect(&q).expect("collect");
         let listed = sockstat::kill::select(snap, &q, None);
         assert_eq!(listed.sockets.len(), 2, "both ends: {:#?}", listed.sockets);

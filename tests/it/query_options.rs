@@ -1,4 +1,4 @@
-//! `Query::sorted` and `Query::unix_details` (what the exporter turns off), against real unix
+//! `Gathering::sorted` and `Gathering::unix_details` (what the exporter turns off), against real unix
 //! sockets of this test process: with either off, the same sockets are listed in the same
 //! states; without details a unix socket has no name and no peer, unless `connected_to` names a
 //! unix listener, which needs them.
@@ -23,8 +23,8 @@ fn listed(q: &Query, ours: &[u64]) -> BTreeMap<u64, Socket> {
 
 fn unix_query() -> Query {
     let mut q = Query::new();
-    q.protos = Some(vec![Proto::Unix]);
-    q.owner_scan = OwnerScan::Proc;
+    q.select.protos = Some(vec![Proto::Unix]);
+    q.gather.owner_scan = OwnerScan::Proc;
     q
 }
 
@@ -57,11 +57,11 @@ fn unsorted_and_detail_free_listings_keep_every_socket_and_state() {
     );
 
     let mut q = unix_query();
-    q.sorted = false;
+    q.gather.sorted = false;
     assert_eq!(listed(&q, &ours), full, "unsorted");
 
     let mut q = unix_query();
-    q.unix_details = false;
+    q.gather.unix_details = false;
     let bare = listed(&q, &ours);
     assert_eq!(
         bare.iter().map(|(i, s)| (*i, s.state)).collect::<Vec<_>>(),
@@ -75,7 +75,7 @@ fn unsorted_and_detail_free_listings_keep_every_socket_and_state() {
     assert!(bare.values().all(|s| !s.owners.is_empty()), "{bare:?}");
 
     // A filter on the listener's name needs the names: they are read anyway.
-    q.connected_to = Some(ConnectedTo::parse(path.to_str().unwrap()).unwrap());
+    q.select.connected_to = Some(ConnectedTo::parse(path.to_str().unwrap()).unwrap());
     let to = listed(&q, &ours);
     assert!(
         to.contains_key(&ours[1]) && to.contains_key(&ours[2]),

@@ -18,15 +18,15 @@ fn main() -> ExitCode {
         }
     };
     let mut q = sockstat::Query::new();
-    q.sport = match sockstat::PortSet::parse(port) {
+    q.select.sport = match sockstat::PortSet::parse(port) {
         Ok(p) => Some(p),
         Err(e) => {
             eprintln!("close_wait: {e}");
             return ExitCode::from(2);
         }
     };
-    q.states = Some(vec![sockstat::State::CloseWait]);
-    q.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
+    q.select.states = Some(vec![sockstat::State::CloseWait]);
+    q.select.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
     let snap = match sockstat::collect(&q) {
         Ok(s) => s,
         Err(e) => {
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let attempts = sockstat::kill::close(&listed, &q.proc_root);
+    let attempts = sockstat::kill::close(&listed, &q.gather.proc_root);
     for (s, a) in listed.sockets.iter().zip(&attempts) {
         let remote = s.remote.as_ref().map_or("?".into(), |r| r.to_string());
         match &a.reason {

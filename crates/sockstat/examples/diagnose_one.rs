@@ -31,8 +31,8 @@ fn main() -> ExitCode {
         }
     };
     let mut q = sockstat::Query::new();
-    q.ports = Some(ports);
-    q.connected = true;
+    q.select.ports = Some(ports);
+    q.select.connected = true;
     let report = match sockstat::diagnose_connections(&q, interval, None) {
         Ok(r) => r,
         Err(e) => {

@@ -6,7 +6,7 @@
 
 fn main() -> Result<(), sockstat::Error> {
     let mut q = sockstat::Query::new();
-    q.listening = true;
+    q.select.listening = true;
     let snap = sockstat::collect(&q)?;
     for s in &snap.sockets {
         let mut holders = snap.holders(s).peekable();

@@ -30,11 +30,11 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let mut q = Query::new();
-    q.protos = Some(vec![Proto::Tcp]);
-    q.connected = true;
-    q.tcp_info = true;
-    q.memory = true;
-    q.owners = false;
+    q.select.protos = Some(vec![Proto::Tcp]);
+    q.select.connected = true;
+    q.gather.tcp_info = true;
+    q.gather.memory = true;
+    q.gather.owners = false;
     let local_port_is = |e: &Endpoint| matches!(e, Endpoint::Inet { port: p, .. } if *p == port);
     let start = Instant::now();
     let mut trace: Option<Trace> = None;

@@ -373,10 +373,15 @@ pub fn unread_selected(
         .copied()
         .chain(unseen.failed.iter().map(|(p, u, _)| (*p, *u)))
         .filter(|(pid, uid)| {
-            q.pids.as_ref().is_none_or(|p| p.binary_search(pid).is_ok())
-                && q.uid.is_none_or(|want| uid.is_none_or(|u| u == want))
+            q.select
+                .pids
+                .as_ref()
+                .is_none_or(|p| p.binary_search(pid).is_ok())
+                && q.select
+                    .uid
+                    .is_none_or(|want| uid.is_none_or(|u| u == want))
         })
-        .filter(|(pid, _)| match &q.command {
+        .filter(|(pid, _)| match &q.select.command {
             Some(m) => command(*pid).is_none_or(|c| m.matches(c.as_bytes())),
             None => true,
         })
@@ -437,10 +442,10 @@ pub fn apply_owner_filters(q: &Query, sockets: &mut Vec<Socket>, snap: &Snapshot
     if !q.filters_owners() {
         return;
     }
-    let only_user = q.pids.is_none() && q.command.is_none();
+    let only_user = q.select.pids.is_none() && q.select.command.is_none();
     sockets.retain_mut(|s| {
         if s.owners.is_empty() {
-            return only_user && q.uid.is_some() && s.uid == q.uid;
+            return only_user && q.select.uid.is_some() && s.uid == q.select.uid;
         }
         s.owners
             .retain(|o| q.matches_owner(o, snap.processes.get(&o.pid)));

@@ -117,18 +117,18 @@ impl Attempt {
 /// Family, protocol, `-c` and `-L` alone only say what kind of socket, and would close every
 /// connection of that kind: a kill with nothing more is refused.
 pub fn is_narrowed(q: &Query, cookies: Option<&[u64]>) -> bool {
-    q.ports.is_some()
-        || q.sport.is_some()
-        || q.dport.is_some()
-        || q.connected_to.is_some()
-        || q.src.is_some()
-        || q.dst.is_some()
-        || q.pids.is_some()
-        || q.uid.is_some()
-        || q.command.is_some()
-        || q.states.is_some()
-        || q.listening
-        || matches!(q.zones, ZoneSelect::Named(_))
+    q.select.ports.is_some()
+        || q.select.sport.is_some()
+        || q.select.dport.is_some()
+        || q.select.connected_to.is_some()
+        || q.select.src.is_some()
+        || q.select.dst.is_some()
+        || q.select.pids.is_some()
+        || q.select.uid.is_some()
+        || q.select.command.is_some()
+        || q.select.states.is_some()
+        || q.select.listening
+        || matches!(q.select.zones, ZoneSelect::Named(_))
         || cookies.is_some()
 }
 
@@ -141,7 +141,11 @@ fn serves(s: &Socket) -> bool {
 /// Whether the filters ask for this serving socket explicitly: `-l`, or its state named with
 /// `--state`.
 fn asked_for(s: &Socket, q: &Query) -> bool {
-    q.listening || q.states.as_ref().is_some_and(|st| st.contains(&s.state))
+    q.select.listening
+        || q.select
+            .states
+            .as_ref()
+            .is_some_and(|st| st.contains(&s.state))
 }
 
 /// Narrows a listing to the sockets a kill may close, in listing order: TCP and UDP sockets
@@ -454,17 +458,17 @@ mod tests {
     #[test]
     fn a_kill_needs_a_filter_that_names_something() {
         let mut q = Query::new();
-        q.families.inet6 = false;
-        q.connected = true;
-        q.no_loopback = true;
+        q.select.families.inet6 = false;
+        q.select.connected = true;
+        q.select.no_loopback = true;
         assert!(!is_narrowed(&q, None), "-4 -c -L name nothing");
         assert!(is_narrowed(&q, Some(&[1])));
-        q.ports = Some(crate::PortSet::parse("80").unwrap());
+        q.select.ports = Some(crate::PortSet::parse("80").unwrap());
         assert!(is_narrowed(&q, None));
         let mut q = Query::new();
-        q.zones = ZoneSelect::All;
+        q.select.zones = ZoneSelect::All;
         assert!(!is_narrowed(&q, None), "-Z widens");
-        q.zones = ZoneSelect::Named("web".into());
+        q.select.zones = ZoneSelect::Named("web".into());
         assert!(is_narrowed(&q, None));
     }
 
@@ -490,7 +494,7 @@ mod tests {
             ])
         };
         let mut q = Query::new();
-        q.ports = Some(crate::PortSet::parse("80").unwrap());
+        q.select.ports = Some(crate::PortSet::parse("80").unwrap());
         let s = select(all(), &q, None);
         let states: Vec<State> = s.sockets.iter().map(|s| s.state).collect();
         assert_eq!(states, [State::Established, State::Established]);
@@ -509,7 +513,7 @@ mod tests {
 
         // The listing applied the state filter already; select adds only the safety rule: the
         // TCP listener is named by state, the unconnected UDP socket is not.
-        q.states = Some(vec![State::Listen]);
+        q.select.states = Some(vec![State::Listen]);
         let s = select(all(), &q, None);
         let states: Vec<State> = s.sockets.iter().map(|s| s.state).collect();
         assert_eq!(
@@ -522,7 +526,7 @@ mod tests {
             .any(|w| w.count == Some(1) && w.message.contains("is left")));
 
         let mut q = Query::new();
-        q.listening = true;
+        q.select.listening = true;
         let s = select(all(), &q, None);
         assert_eq!(s.sockets.len(), 4, "raw sockets are never selected");
         assert!(s.warnings.is_empty());

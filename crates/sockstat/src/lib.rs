@@ -11,8 +11,8 @@
 //! use sockstat::{PortSet, Query};
 //!
 //! let mut q = Query::new();
-//! q.listening = true;
-//! q.ports = Some(PortSet::parse("22,80,8000-8100")?);
+//! q.select.listening = true;
+//! q.select.ports = Some(PortSet::parse("22,80,8000-8100")?);
 //! let snap = sockstat::collect(&q)?;
 //! for s in &snap.sockets {
 //!     for h in snap.holders(s) {
@@ -67,8 +67,8 @@
 //! client.write_all(b"hello")?;
 //!
 //! let mut q = sockstat::Query::new();
-//! q.ports = Some(sockstat::PortSet::parse(&listener.local_addr()?.port().to_string())?);
-//! q.connected = true;
+//! q.select.ports = Some(sockstat::PortSet::parse(&listener.local_addr()?.port().to_string())?);
+//! q.select.connected = true;
 //! let report = sockstat::diagnose_connections(&q, Duration::from_millis(200), None)?;
 //! assert_eq!(report.connections, 2); // both ends of the loopback connection
 //! for f in &report.findings {
@@ -88,11 +88,11 @@
 //!
 //! ```no_run
 //! let mut q = sockstat::Query::new();
-//! q.ports = Some(sockstat::PortSet::parse("8080")?);
-//! q.states = Some(vec![sockstat::State::CloseWait]);
-//! q.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
+//! q.select.ports = Some(sockstat::PortSet::parse("8080")?);
+//! q.select.states = Some(vec![sockstat::State::CloseWait]);
+//! q.select.protos = Some(sockstat::kill::PROTOCOLS.to_vec());
 //! let listed = sockstat::kill::select(sockstat::collect(&q)?, &q, None);
-//! let results = sockstat::kill::close(&listed, &q.proc_root);
+//! let results = sockstat::kill::close(&listed, &q.gather.proc_root);
 //! for (s, r) in listed.sockets.iter().zip(&results) {
 //!     println!("{:?} -> {:?}: {}", s.local, s.remote, r.outcome.name());
 //! }
@@ -197,7 +197,7 @@ pub fn diagnose_with(
 }
 
 /// Every (process, fd) holding a socket, from one scan of the processes `query` selects
-/// (`query.proc_root`, `query.owner_scan`, `query.pids`), without the socket dump: what the
+/// (`query.gather.proc_root`, `query.gather.owner_scan`, `query.select.pids`), without the socket dump: what the
 /// exporter's owner cache refreshes from.
 pub fn scan_owners(query: &Query) -> Result<join::Owners, Error> {
     run::list::scan_owners(query)
@@ -248,9 +248,9 @@ impl ListeningPort {
     /// owners, without user names.
     pub fn query() -> Query {
         let mut q = Query::new();
-        q.listening = true;
-        q.families.unix = false;
-        q.resolve_users = false;
+        q.select.listening = true;
+        q.select.families.unix = false;
+        q.gather.resolve_users = false;
         q
     }
 

@@ -307,10 +307,21 @@ impl Default for Families {
     }
 }
 
-/// A listing request: filters (combined with AND) and what to gather.
-#[derive(Debug, Clone)]
+/// A listing request: what is selected and how it is gathered.
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Query {
+    /// Which sockets: the filters, combined with AND, and the zones.
+    pub select: Selection,
+    /// How they are gathered: the source, the details read, the owner scan.
+    pub gather: Gathering,
+}
+
+/// Which sockets a query selects: the socket filters (combined with AND), the owner filters
+/// and the zones. What passes is [`Query::matches_socket`] and the owner filters' business.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Selection {
     /// Address families.
     pub families: Families,
     /// Protocols (`-P`); `None` = every protocol the kernel has except packet and netlink, and
@@ -340,6 +351,25 @@ pub struct Query {
     pub uid: Option<u32>,
     /// Owner's command name (`--command`).
     pub command: Option<CommandMatch>,
+    /// Which network namespaces to read.
+    pub zones: ZoneSelect,
+    /// Only the connections to these listeners, seen from both ends, whatever the transport
+    /// (`--connected-to`): for a port, the connected inet sockets with it as their local or
+    /// remote port; for a unix path or abstract name, the accepted sockets of the listener bound
+    /// there and the clients whose peer has that name.
+    pub connected_to: Option<ConnectedTo>,
+    /// Leave TIME-WAIT entries out (the kernel skips them), unless `states` names TIME_WAIT: `-T`
+    /// does by default, since they have no TCP internals and can outnumber the connections.
+    /// The listing then says how many the namespace has (`time-wait-hidden`).
+    pub hide_time_wait: bool,
+}
+
+/// How a query's sockets are gathered: where from (`source`, `proc_root`), which details are
+/// read (TCP internals, memory, owners and their arguments, user names, cgroups), how the owner
+/// scan runs, and the order they come in.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Gathering {
     /// Scan /proc for owners (off with `--no-owners`).
     pub owners: bool,
     /// Look for the sockets processes hold that no kernel table lists (kind other, found by
@@ -368,19 +398,8 @@ pub struct Query {
     pub congestion: bool,
     /// Ask for socket memory (`-m`).
     pub memory: bool,
-    /// Which network namespaces to read.
-    pub zones: ZoneSelect,
     /// Name each inet socket's cgroup (`--cgroup`): no /proc scan, no privilege.
     pub cgroups: bool,
-    /// Only the connections to these listeners, seen from both ends, whatever the transport
-    /// (`--connected-to`): for a port, the connected inet sockets with it as their local or
-    /// remote port; for a unix path or abstract name, the accepted sockets of the listener bound
-    /// there and the clients whose peer has that name.
-    pub connected_to: Option<ConnectedTo>,
-    /// Leave TIME-WAIT entries out (the kernel skips them), unless `states` names TIME_WAIT: `-T`
-    /// does by default, since they have no TCP internals and can outnumber the connections.
-    /// The listing then says how many the namespace has (`time-wait-hidden`).
-    pub hide_time_wait: bool,
     /// Put the sockets in the listing's order (zone, protocol, family, addresses, then
     /// holder). Off, they come in no particular order (as the dumps' parts are joined), which
     /// saves the sort (7 ms of the exporter's collection at 60k sockets): for a consumer whose
@@ -465,9 +484,9 @@ impl ConnectedTo {
     }
 }
 
-impl Default for Query {
-    fn default() -> Query {
-        Query {
+impl Default for Selection {
+    fn default() -> Selection {
+        Selection {
             families: Families::default(),
             protos: None,
             connected: false,
@@ -482,6 +501,16 @@ impl Default for Query {
             pids: None,
             uid: None,
             command: None,
+            zones: ZoneSelect::Current,
+            connected_to: None,
+            hide_time_wait: false,
+        }
+    }
+}
+
+impl Default for Gathering {
+    fn default() -> Gathering {
+        Gathering {
             owners: true,
             unlisted: true,
             args: false,
@@ -494,10 +523,7 @@ impl Default for Query {
             tcp_info: false,
             congestion: false,
             memory: false,
-            zones: ZoneSelect::Current,
             cgroups: false,
-            connected_to: None,
-            hide_time_wait: false,
             sorted: true,
             unix_details: true,
         }
@@ -514,13 +540,13 @@ impl Query {
     pub fn inet_diag_ext(&self) -> u8 {
         use sockstat_wire::inet_diag::ext;
         let mut e = 0;
-        if self.tcp_info {
+        if self.gather.tcp_info {
             e |= ext::INFO | ext::CONG | ext::VEGASINFO;
         }
-        if self.congestion {
+        if self.gather.congestion {
             e |= ext::CONG;
         }
-        if self.memory {
+        if self.gather.memory {
             e |= ext::SKMEMINFO;
         }
         e
@@ -529,8 +555,9 @@ impl Query {
     /// Whether unix sockets' names and peers are needed: asked for (`unix_details`), or read
     /// by a filter (`connected_to` naming unix listeners).
     pub(crate) fn unix_names_needed(&self) -> bool {
-        self.unix_details
+        self.gather.unix_details
             || self
+                .select
                 .connected_to
                 .as_ref()
                 .is_some_and(|c| !c.unix.is_empty())
@@ -540,7 +567,7 @@ impl Query {
     /// but packet and netlink sockets (and [`Proto::Other`], which `-P` cannot name, is only
     /// in the default).
     pub fn wants_proto(&self, proto: Proto) -> bool {
-        match &self.protos {
+        match &self.select.protos {
             Some(list) => list.contains(&proto),
             None => !matches!(proto, Proto::Packet | Proto::Netlink),
         }
@@ -549,12 +576,13 @@ impl Query {
     /// True when the filters only select inet sockets (ports and addresses do, and
     /// `--connected-to` without a unix name).
     pub fn inet_only(&self) -> bool {
-        self.ports.is_some()
-            || self.sport.is_some()
-            || self.dport.is_some()
-            || self.src.is_some()
-            || self.dst.is_some()
+        self.select.ports.is_some()
+            || self.select.sport.is_some()
+            || self.select.dport.is_some()
+            || self.select.src.is_some()
+            || self.select.dst.is_some()
             || self
+                .select
                 .connected_to
                 .as_ref()
                 .is_some_and(|c| c.unix.is_empty())
@@ -564,46 +592,51 @@ impl Query {
     /// congestion control), as `diagnose` and `trace` need them: `-4`/`-6` are kept, unix is
     /// dropped. Fails, naming the protocols asked for, when `protos` leaves TCP out.
     pub fn narrow_to_tcp_internals(&mut self) -> Result<(), FilterError> {
-        if let Some(p) = self.protos.as_ref().filter(|p| !p.contains(&Proto::Tcp)) {
+        if let Some(p) = self
+            .select
+            .protos
+            .as_ref()
+            .filter(|p| !p.contains(&Proto::Tcp))
+        {
             let names: Vec<&str> = p.iter().map(|p| p.name()).collect();
             return Err(FilterError::new(format!(
                 "-P {} leaves TCP out: this looks at TCP connections only; drop -P or include tcp in it",
                 names.join(",")
             )));
         }
-        self.protos = Some(vec![Proto::Tcp]);
-        self.unlisted = false;
-        self.families.unix = false;
-        if !self.families.inet && !self.families.inet6 {
-            self.families.inet = true;
-            self.families.inet6 = true;
+        self.select.protos = Some(vec![Proto::Tcp]);
+        self.gather.unlisted = false;
+        self.select.families.unix = false;
+        if !self.select.families.inet && !self.select.families.inet6 {
+            self.select.families.inet = true;
+            self.select.families.inet6 = true;
         }
-        self.tcp_info = true;
-        self.memory = true;
-        self.congestion = true;
+        self.gather.tcp_info = true;
+        self.gather.memory = true;
+        self.gather.congestion = true;
         Ok(())
     }
 
     /// True when an owner attribute (pid, user, command) is filtered on.
     pub fn filters_owners(&self) -> bool {
-        self.pids.is_some() || self.uid.is_some() || self.command.is_some()
+        self.select.pids.is_some() || self.select.uid.is_some() || self.select.command.is_some()
     }
 
     /// The listening/connected selection as (want_listening, want_connected); both true = all.
     fn role(&self) -> (bool, bool) {
-        if self.connected == self.listening {
+        if self.select.connected == self.select.listening {
             (true, true)
         } else {
-            (self.listening, self.connected)
+            (self.select.listening, self.select.connected)
         }
     }
 
     /// The kernel state mask implied by `--state`, `-l` and `-c` for a protocol.
     pub fn kernel_states(&self, proto: Proto) -> u32 {
         let datagram = proto.is_datagram() || proto == Proto::Unix;
-        let mut mask: u32 = match &self.states {
+        let mut mask: u32 = match &self.select.states {
             Some(list) => list.iter().fold(0, |m, s| m | s.kernel_mask()),
-            None if self.hide_time_wait => !State::TimeWait.kernel_mask(),
+            None if self.select.hide_time_wait => !State::TimeWait.kernel_mask(),
             None => u32::MAX,
         };
         let (listening, connected) = self.role();
@@ -626,17 +659,17 @@ impl Query {
     /// Whether a socket passes the socket-level filters (everything but owner attributes).
     pub fn matches_socket(&self, s: &Socket) -> bool {
         let family_ok = match s.family {
-            Family::Inet => self.families.inet,
-            Family::Inet6 => self.families.inet6,
-            Family::Unix => self.families.unix,
+            Family::Inet => self.select.families.inet,
+            Family::Inet6 => self.select.families.inet6,
+            Family::Unix => self.select.families.unix,
             // Selected by -P alone.
             Family::Packet | Family::Netlink => true,
             // A socket whose family is not known passes only when no family is singled out.
-            Family::Other => self.families == Families::default(),
+            Family::Other => self.select.families == Families::default(),
         };
         // A socket no table lists is selected as the kind the kernel names, when it names one
         // `-P` knows; one it does not is selected only when no `-P` is given.
-        let proto_ok = match (s.selected_as(), &self.protos) {
+        let proto_ok = match (s.selected_as(), &self.select.protos) {
             (Some(p), _) => self.wants_proto(p),
             (None, list) => list.is_none(),
         };
@@ -646,11 +679,11 @@ impl Query {
         if self.inet_only() && !s.proto.is_inet() {
             return false;
         }
-        if let Some(states) = &self.states {
+        if let Some(states) = &self.select.states {
             if !states.contains(&s.state) {
                 return false;
             }
-        } else if self.hide_time_wait && s.state == State::TimeWait {
+        } else if self.select.hide_time_wait && s.state == State::TimeWait {
             return false;
         }
         let (listening, connected) = self.role();
@@ -664,10 +697,10 @@ impl Query {
         }
         let local_ip = s.local.ip();
         let remote_ip = s.remote.as_ref().and_then(Endpoint::ip);
-        if self.no_loopback && (is_loopback(local_ip) || is_loopback(remote_ip)) {
+        if self.select.no_loopback && (is_loopback(local_ip) || is_loopback(remote_ip)) {
             return false;
         }
-        if let Some(to) = &self.connected_to {
+        if let Some(to) = &self.select.connected_to {
             if !to.matches(s) {
                 return false;
             }
@@ -684,20 +717,20 @@ impl Query {
             set.as_ref()
                 .is_none_or(|set| p.is_some_and(|p| set.contains(p)))
         };
-        if let Some(ports) = &self.ports {
+        if let Some(ports) = &self.select.ports {
             if !(lp.is_some_and(|p| ports.contains(p)) || rp.is_some_and(|p| ports.contains(p))) {
                 return false;
             }
         }
-        if !within(&self.sport, lp) || !within(&self.dport, rp) {
+        if !within(&self.select.sport, lp) || !within(&self.select.dport, rp) {
             return false;
         }
-        if let Some(net) = &self.src {
+        if let Some(net) = &self.select.src {
             if !local_ip.is_some_and(|ip| prefix_contains(net, ip)) {
                 return false;
             }
         }
-        if let Some(net) = &self.dst {
+        if let Some(net) = &self.select.dst {
             if !remote_ip.is_some_and(|ip| prefix_contains(net, ip)) {
                 return false;
             }
@@ -707,17 +740,17 @@ impl Query {
 
     /// Whether one holder passes the owner filters (pid, user, command).
     pub fn matches_owner(&self, owner: &Owner, process: Option<&Process>) -> bool {
-        if let Some(pids) = &self.pids {
+        if let Some(pids) = &self.select.pids {
             if pids.binary_search(&owner.pid).is_err() {
                 return false;
             }
         }
-        if let Some(uid) = self.uid {
+        if let Some(uid) = self.select.uid {
             if process.and_then(|p| p.uid) != Some(uid) {
                 return false;
             }
         }
-        if let Some(cmd) = &self.command {
+        if let Some(cmd) = &self.select.command {
             match process.and_then(|p| p.command.as_ref()) {
                 Some(c) if cmd.matches(c.as_bytes()) => {}
                 _ => return false,
@@ -924,15 +957,15 @@ mod tests {
     fn kernel_state_masks() {
         let mut q = Query::new();
         assert_eq!(q.kernel_states(Proto::Tcp), u32::MAX);
-        q.listening = true;
+        q.select.listening = true;
         assert_eq!(q.kernel_states(Proto::Tcp), 1 << 10);
         assert_eq!(q.kernel_states(Proto::Udp), (1 << 10) | (1 << 7));
-        q.listening = false;
-        q.connected = true;
+        q.select.listening = false;
+        q.select.connected = true;
         let m = q.kernel_states(Proto::Tcp);
         assert!(m & (1 << 1) != 0 && m & (1 << 6) != 0 && m & (1 << 10) == 0 && m & (1 << 7) == 0);
-        q.connected = false;
-        q.states = Some(vec![State::TimeWait]);
+        q.select.connected = false;
+        q.select.states = Some(vec![State::TimeWait]);
         assert_eq!(q.kernel_states(Proto::Tcp), 1 << 6);
     }
 
@@ -967,11 +1000,11 @@ mod tests {
         };
         assert_eq!(with(&|_| {}), [true, true, true, false]);
         assert_eq!(
-            with(&|q| q.protos = Some(vec![Proto::Udp])),
+            with(&|q| q.select.protos = Some(vec![Proto::Udp])),
             [true, false, false, false]
         );
         assert_eq!(
-            with(&|q| q.protos = Some(vec![Proto::Icmp, Proto::Netlink])),
+            with(&|q| q.select.protos = Some(vec![Proto::Icmp, Proto::Netlink])),
             [false, true, false, true]
         );
         let v4 = Families {
@@ -979,9 +1012,15 @@ mod tests {
             inet6: false,
             unix: false,
         };
-        assert_eq!(with(&|q| q.families = v4), [true, false, false, false]);
-        assert_eq!(with(&|q| q.listening = true), [false; 4]);
-        assert_eq!(with(&|q| q.states = Some(vec![State::Unconn])), [false; 4]);
+        assert_eq!(
+            with(&|q| q.select.families = v4),
+            [true, false, false, false]
+        );
+        assert_eq!(with(&|q| q.select.listening = true), [false; 4]);
+        assert_eq!(
+            with(&|q| q.select.states = Some(vec![State::Unconn])),
+            [false; 4]
+        );
         assert_eq!(udp.family, Family::Inet);
         assert_eq!(ping6.sock_type, SockType::Dgram);
     }

@@ -3,7 +3,7 @@
 //! this).
 //!
 //! A [`Point`] is taken from one [`Socket`] gathered with `tcp_info` and socket memory
-//! ([`Query::tcp_info`](crate::Query::tcp_info), [`Query::memory`](crate::Query::memory)); a
+//! ([`Gathering::tcp_info`](crate::query::Gathering::tcp_info), [`Gathering::memory`](crate::query::Gathering::memory)); a
 //! [`Trace`] is the points of one connection (same cookie) in time order, and
 //! [`Trace::summary`] says, from the kernel's limited-time chronographs, what held the sender
 //! back over the trace. The rendering is `render::trace`.
@@ -14,12 +14,12 @@
 //! use sockstat::{PortSet, Proto, Query};
 //!
 //! let mut q = Query::new();
-//! q.protos = Some(vec![Proto::Tcp]);
-//! q.connected = true;
-//! q.ports = Some(PortSet::parse("5001")?);
-//! q.tcp_info = true;
-//! q.memory = true;
-//! q.owners = false;
+//! q.select.protos = Some(vec![Proto::Tcp]);
+//! q.select.connected = true;
+//! q.select.ports = Some(PortSet::parse("5001")?);
+//! q.gather.tcp_info = true;
+//! q.gather.memory = true;
+//! q.gather.owners = false;
 //! let start = Instant::now();
 //! let mut trace: Option<Trace> = None;
 //! while start.elapsed() < Duration::from_secs(5) {
@@ -93,7 +93,7 @@ pub struct Point {
 
 impl Point {
     /// The sample of `s` at `t_s`; `None` when it carries no `tcp_info` (not TCP, TIME_WAIT,
-    /// or gathered without [`Query::tcp_info`](crate::Query::tcp_info)).
+    /// or gathered without [`Gathering::tcp_info`](crate::query::Gathering::tcp_info)).
     pub fn of(s: &Socket, t_s: f64) -> Option<Point> {
         let i = &s.tcp.as_ref()?.info;
         let mss = i.snd_mss().map(u64::from);

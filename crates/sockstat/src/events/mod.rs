@@ -516,7 +516,7 @@ impl ConnEvent {
         if !q.matches_socket(&self.as_socket()) {
             return false;
         }
-        if q.pids.is_none() && q.uid.is_none() && q.command.is_none() {
+        if q.select.pids.is_none() && q.select.uid.is_none() && q.select.command.is_none() {
             return true;
         }
         match &self.process {
@@ -530,9 +530,9 @@ impl ConnEvent {
                 }),
             ),
             None => {
-                q.pids.is_none()
-                    && q.command.is_none()
-                    && q.uid.is_none_or(|u| u == self.socket_uid)
+                q.select.pids.is_none()
+                    && q.select.command.is_none()
+                    && q.select.uid.is_none_or(|u| u == self.socket_uid)
             }
         }
     }
@@ -778,20 +778,20 @@ pub(crate) mod tests {
         .unwrap();
         let mut q = Query::new();
         assert!(e.matches(&q));
-        q.ports = Some(crate::PortSet::parse("47001").unwrap());
+        q.select.ports = Some(crate::PortSet::parse("47001").unwrap());
         assert!(e.matches(&q));
-        q.ports = Some(crate::PortSet::parse("80").unwrap());
+        q.select.ports = Some(crate::PortSet::parse("80").unwrap());
         assert!(!e.matches(&q));
-        q.ports = None;
-        q.no_loopback = true;
+        q.select.ports = None;
+        q.select.no_loopback = true;
         assert!(!e.matches(&q));
-        q.no_loopback = false;
-        q.command = Some(crate::query::CommandMatch::parse("py*").unwrap());
+        q.select.no_loopback = false;
+        q.select.command = Some(crate::query::CommandMatch::parse("py*").unwrap());
         assert!(e.matches(&q));
-        q.pids = Some(vec![1]);
+        q.select.pids = Some(vec![1]);
         assert!(!e.matches(&q));
-        q.pids = None;
-        q.families.inet = false;
+        q.select.pids = None;
+        q.select.families.inet = false;
         assert!(!e.matches(&q));
     }
 

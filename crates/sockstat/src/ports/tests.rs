@@ -334,7 +334,7 @@ fn filter_selects_destinations() {
     let mut v = n_to(3, ("10.0.0.2", 80));
     v.push(tw(40090, ("10.0.0.3", 443), 1, 1000));
     let mut q = Query::new();
-    q.ports = Some(PortSet::parse("443").unwrap());
+    q.select.ports = Some(PortSet::parse("443").unwrap());
     let s = snap(v);
     let r = analyze(&PortsInput {
         snapshot: &s,

@@ -963,7 +963,7 @@ mod tests {
         })
     }
 
-    /// The exporter does not sort its samples (`Query::sorted` off): every family must come
+    /// The exporter does not sort its samples (`Gathering::sorted` off): every family must come
     /// out the same whatever order the sockets are in. The node's zones get listeners sharing a
     /// port under two commands, UDP and TCP listeners, and destinations with equal counts (ties
     /// at the `--top` cut), then are rendered with their sockets reversed, rotated and

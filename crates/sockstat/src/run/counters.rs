@@ -16,8 +16,8 @@ use crate::sample::Sample;
 /// when no zone's counters could be read, since then there is nothing to show.
 pub fn run(asked: &Query, interval: Option<Duration>, all: bool) -> Result<CounterReport, Error> {
     let mut q = Query::new();
-    q.zones = asked.zones.clone();
-    q.proc_root = asked.proc_root.clone();
+    q.select.zones = asked.select.zones.clone();
+    q.gather.proc_root = asked.gather.proc_root.clone();
     let sampler = Sampler::new(&q).sockets(false).sysctls(false);
     let first = sampler.sample()?;
     let mut report = match interval {

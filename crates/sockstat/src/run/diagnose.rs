@@ -38,7 +38,7 @@ pub fn run(query: &Query, interval: Duration, how: &Diagnosis) -> Result<Report,
     q.narrow_to_tcp_internals()?;
     let sampler = Sampler::new(&q);
     let mut first = q.clone();
-    first.owners = q.filters_owners() && q.owners;
+    first.gather.owners = q.filters_owners() && q.gather.owners;
     let (mut tracer, untraced) = if how.connect_events {
         match super::events::Tracer::start(false, super::events::RING_BYTES) {
             Ok(t) => (Some(t), None),

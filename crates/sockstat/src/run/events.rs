@@ -189,17 +189,17 @@ pub struct ZoneScope {
 }
 
 impl ZoneScope {
-    /// The namespaces `q.zones` selects. A `-z` name that matches no zone is
+    /// The namespaces `q.select.zones` selects. A `-z` name that matches no zone is
     /// [`crate::Error::UnknownZone`].
     pub fn new(q: &Query) -> Result<ZoneScope, crate::error::Error> {
         let mut z = ZoneScope {
             only: None,
             names: HashMap::new(),
             refreshed: None,
-            proc_root: q.proc_root.clone(),
-            all: q.zones == crate::query::ZoneSelect::All,
+            proc_root: q.gather.proc_root.clone(),
+            all: q.select.zones == crate::query::ZoneSelect::All,
         };
-        match crate::sys::netns::select(&q.proc_root, &q.zones)? {
+        match crate::sys::netns::select(&q.gather.proc_root, &q.select.zones)? {
             None => {
                 let own = own_netns().ok_or_else(|| {
                     crate::error::Error::from(crate::error::SysError::other(

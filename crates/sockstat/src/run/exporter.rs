@@ -94,8 +94,8 @@ impl OwnerCache {
             self.scans += 1;
             self.refreshed = Some(Instant::now());
             let mut q = Query::new();
-            q.proc_root = proc_root.to_path_buf();
-            q.owner_scan = self.scan;
+            q.gather.proc_root = proc_root.to_path_buf();
+            q.gather.owner_scan = self.scan;
             match crate::run::list::scan_owners(&q) {
                 Ok(scan) => {
                     if let Some(why) = scan.bpf_unavailable {
@@ -250,19 +250,19 @@ impl Collector {
     /// with scans of kind `owner_scan` (given up for `/proc` the first time BPF cannot run).
     pub fn new(proc_root: PathBuf, zones: ZoneSelect, owner_scan: OwnerScan) -> Collector {
         let mut q = Query::new();
-        q.owners = false;
-        q.resolve_users = false;
-        q.tcp_info = true;
-        q.memory = true;
-        q.congestion = true;
+        q.gather.owners = false;
+        q.gather.resolve_users = false;
+        q.gather.tcp_info = true;
+        q.gather.memory = true;
+        q.gather.congestion = true;
         // Every family is keyed by its labels and written in their order, and the diagnosis is
         // exported as counts by rule and severity: nothing here depends on the sockets' order,
         // so they are not sorted (render::metrics' test `the_exposition_does_not_depend_on_the_order_of_sockets`).
-        q.sorted = false;
+        q.gather.sorted = false;
         // Unix sockets are only counted by state: their names, peers and memory go unread.
-        q.unix_details = false;
-        q.proc_root = proc_root.clone();
-        q.zones = zones;
+        q.gather.unix_details = false;
+        q.gather.proc_root = proc_root.clone();
+        q.select.zones = zones;
         Collector {
             proc_root,
             owners: OwnerCache::new(owner_scan),

@@ -33,21 +33,22 @@ enum OwnerPlan {
 
 impl OwnerPlan {
     fn of(q: &Query) -> OwnerPlan {
-        if !q.owners {
+        if !q.gather.owners {
             OwnerPlan::Off
-        } else if q.pids.is_some() || q.command.is_some() {
+        } else if q.select.pids.is_some() || q.select.command.is_some() {
             OwnerPlan::Candidates
-        } else if (q.listening && !q.connected)
-            || q.states.is_some()
-            || q.ports.is_some()
-            || q.sport.is_some()
-            || q.dport.is_some()
-            || q.src.is_some()
-            || q.dst.is_some()
-            || q.connected_to.is_some()
-            || q.protos
+        } else if (q.select.listening && !q.select.connected)
+            || q.select.states.is_some()
+            || q.select.ports.is_some()
+            || q.select.sport.is_some()
+            || q.select.dport.is_some()
+            || q.select.src.is_some()
+            || q.select.dst.is_some()
+            || q.select.connected_to.is_some()
+            || q.select
+                .protos
                 .as_ref()
-                .is_some_and(|p| !(q.unlisted && p.iter().any(|&p| may_be_unbound(p))))
+                .is_some_and(|p| !(q.gather.unlisted && p.iter().any(|&p| may_be_unbound(p))))
         {
             OwnerPlan::Shown
         } else {
@@ -92,7 +93,7 @@ fn unix_peer(s: &Socket) -> Option<u64> {
 /// once the scan is done; for a filtered listing the dump (filtered in the kernel) comes first
 /// and the scan keeps only the holders of the sockets it returned.
 pub fn collect(q: &Query) -> Result<Snapshot, Error> {
-    collect_in(q, netns::select(&q.proc_root, &q.zones)?)
+    collect_in(q, netns::select(&q.gather.proc_root, &q.select.zones)?)
 }
 
 /// [`collect`] in zones already selected (`None`: the namespace sockstat runs in).
@@ -107,13 +108,13 @@ pub(crate) fn collect_in(
     // done, rather than a dump thread taking turns with it on the cores from the start: the
     // scan is as long as the dumps at 60k sockets, and a dump thread beside it made it the
     // last to end (`-4 -6` 70 -> 74 ms on 2 cores).
-    let net_dir = q.proc_root.join("net");
+    let net_dir = q.gather.proc_root.join("net");
     // A full scan with a socket filter that leaves tables out (`-4`, `-P udp`) reads those
     // tables' inodes too, so that a socket the scan meets in none of the tables it read is
     // known to be in no table (one row, `sys::unlisted`) without asking about each.
     let census = plan == OwnerPlan::All
         && wants_unlisted(q, plan)
-        && (q.protos.is_some() || q.families != Families::default());
+        && (q.select.protos.is_some() || q.select.families != Families::default());
     let shared = match (&selected, plan) {
         (None, OwnerPlan::All | OwnerPlan::Candidates) => {
             dump::Dumps::new(q, ext, &net_dir, census)
@@ -133,7 +134,7 @@ pub(crate) fn collect_in(
         })?;
         // Under `Candidates` most sockets go once the holders are known (`--pid 10` keeps 175
         // of 60k): they are sorted then, not here (7 ms at 60k).
-        if q.sorted && plan != OwnerPlan::Candidates {
+        if q.gather.sorted && plan != OwnerPlan::Candidates {
             timing::phase("sort", || sort_sockets(&mut g.sockets, &zones));
         }
         Ok((g, zones))
@@ -156,7 +157,7 @@ pub(crate) fn collect_in(
                     // Only the selected processes' fd tables: /proc reads no other (but learns
                     // which it could not have read).
                     OwnerPlan::Candidates => (
-                        owners::scan_candidates(&q.proc_root, q, scan_threads()),
+                        owners::scan_candidates(&q.gather.proc_root, q, scan_threads()),
                         None,
                     ),
                     _ => owners::scan_any(q, scan_threads(), walk_threads(true), None),
@@ -260,7 +261,7 @@ pub(crate) fn collect_in(
                     unlisted::sockets(q, &owner_index, &sockets, &left_out, &snap.zones)
                 });
                 if !found.is_empty() {
-                    let sort_now = q.sorted && plan != OwnerPlan::Candidates;
+                    let sort_now = q.gather.sorted && plan != OwnerPlan::Candidates;
                     if sort_now && snap.zones.is_empty() {
                         // Kind other sorts last (`Proto::Other`): after the others, in order.
                         let mut found = found;
@@ -296,7 +297,7 @@ pub(crate) fn collect_in(
     }
 
     join::apply_owner_filters(q, &mut sockets, &snap);
-    if q.sorted {
+    if q.gather.sorted {
         if plan == OwnerPlan::Candidates {
             timing::phase("sort", || sort_sockets(&mut sockets, &snap.zones));
         }
@@ -308,7 +309,7 @@ pub(crate) fn collect_in(
     // What the listing says about itself is about the sockets it shows: counted after every
     // filter.
     if let Some(u) = &unseen {
-        let proc_root = &q.proc_root;
+        let proc_root = &q.gather.proc_root;
         let unread = join::unread_selected(q, u, |pid| owners::command_of(proc_root, pid));
         snap.warnings.extend(join::selected_warning(
             &unread,
@@ -341,11 +342,11 @@ pub(crate) fn collect_in(
             details: args_stuck.iter().map(|pid| format!("pid {pid}")).collect(),
         });
     }
-    if q.resolve_users {
+    if q.gather.resolve_users {
         let mut uids: HashSet<u32> = sockets.iter().filter_map(|s| s.uid).collect();
         uids.extend(snap.processes.values().filter_map(|p| p.uid));
         let uids: Vec<u32> = uids.into_iter().collect();
-        let (names, missing) = users::names_of(&uids, q.user_lookup_budget);
+        let (names, missing) = users::names_of(&uids, q.gather.user_lookup_budget);
         snap.users = names;
         if missing > 0 {
             snap.warnings.push(Warning {
@@ -355,13 +356,13 @@ pub(crate) fn collect_in(
                     "the user database did not answer within {:.1} s (NSS: a directory service \
                      such as LDAP or sssd, or a hung file system under 'files'): {missing} users \
                      are shown as numbers; -n skips the lookup",
-                    q.user_lookup_budget.as_secs_f64()
+                    q.gather.user_lookup_budget.as_secs_f64()
                 ),
                 details: vec![],
             });
         }
     }
-    if q.cgroups {
+    if q.gather.cgroups {
         crate::sys::cgroup::name_cgroups(q, &sockets, &mut snap);
     }
     snap.sockets = sockets;
@@ -375,20 +376,20 @@ pub(crate) fn collect_in(
 /// a census of the tables they leave out), and `--pid`, `--command` (whose few sockets the
 /// tables did not give are asked about one by one).
 fn wants_unlisted(q: &Query, plan: OwnerPlan) -> bool {
-    let can_pass = q.unlisted
-        && q.states.is_none()
-        && q.connected == q.listening
+    let can_pass = q.gather.unlisted
+        && q.select.states.is_none()
+        && q.select.connected == q.select.listening
         && !q.inet_only()
-        && q.connected_to.is_none()
-        && q.protos
+        && q.select.connected_to.is_none()
+        && q.select.protos
             .as_ref()
             .is_none_or(|p| p.iter().any(|&p| may_be_unbound(p)))
         // Every unix socket is in the unix table: `-u` alone needs no look.
-        && (q.families == Families::default()
-            || q.families.inet
-            || q.families.inet6
+        && (q.select.families == Families::default()
+            || q.select.families.inet
+            || q.select.families.inet6
             || q.wants_proto(crate::model::Proto::Netlink))
-        && !matches!(q.source, Source::Replay(_));
+        && !matches!(q.gather.source, Source::Replay(_));
     can_pass && matches!(plan, OwnerPlan::All | OwnerPlan::Candidates)
 }
 
@@ -484,9 +485,9 @@ fn beyond_candidates(
     wanted.sort_unstable();
     wanted.dedup();
     let mut all = q.clone();
-    all.pids = None;
-    all.command = None;
-    all.uid = None;
+    all.select.pids = None;
+    all.select.command = None;
+    all.select.uid = None;
     let (scan, _) = timing::phase("peer owner scan", || {
         owners::scan_any(&all, scan_threads(), walk_threads(false), Some(&wanted))
     });

@@ -27,14 +27,14 @@ pub struct Ports {
 /// included (the server view needs them), no owner scan (TIME-WAIT entries have no owner).
 fn gathering(asked: &Query) -> Query {
     let mut q = Query::new();
-    q.families.inet = asked.families.inet;
-    q.families.inet6 = asked.families.inet6;
-    q.families.unix = false;
-    q.zones = asked.zones.clone();
-    q.proc_root = asked.proc_root.clone();
-    q.protos = Some(vec![Proto::Tcp]);
-    q.owners = false;
-    q.resolve_users = false;
+    q.select.families.inet = asked.select.families.inet;
+    q.select.families.inet6 = asked.select.families.inet6;
+    q.select.families.unix = false;
+    q.select.zones = asked.select.zones.clone();
+    q.gather.proc_root = asked.gather.proc_root.clone();
+    q.select.protos = Some(vec![Proto::Tcp]);
+    q.gather.owners = false;
+    q.gather.resolve_users = false;
     q
 }
 
@@ -42,12 +42,12 @@ fn gathering(asked: &Query) -> Query {
 /// `--dst`).
 fn selection(gathered: &Query, asked: &Query) -> Query {
     let mut q = gathered.clone();
-    q.no_loopback = asked.no_loopback;
-    q.ports = asked.ports.clone();
-    q.sport = asked.sport.clone();
-    q.dport = asked.dport.clone();
-    q.src = asked.src;
-    q.dst = asked.dst;
+    q.select.no_loopback = asked.select.no_loopback;
+    q.select.ports = asked.select.ports.clone();
+    q.select.sport = asked.select.sport.clone();
+    q.select.dport = asked.select.dport.clone();
+    q.select.src = asked.select.src;
+    q.select.dst = asked.select.dst;
     q
 }
 

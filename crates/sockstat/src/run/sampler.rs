@@ -16,7 +16,7 @@ use crate::sys::netns::{self, ZoneTarget};
 use crate::sys::sysctl::{self, SysctlRead};
 use crate::sysctl::Sysctls;
 
-/// Takes samples of the zones a query selects (`query.zones`: the namespace sockstat runs in,
+/// Takes samples of the zones a query selects (`query.select.zones`: the namespace sockstat runs in,
 /// one zone, or every zone, discovered again at every sample so that zones may come and go).
 #[derive(Debug, Clone)]
 pub struct Sampler {
@@ -74,13 +74,13 @@ impl Sampler {
     /// Takes one sample, gathering sockets with `q` instead of the sampler's query (e.g. without
     /// the owner scan for the first of two samples); zones still follow the sampler's query.
     pub fn sample_with(&self, q: &Query) -> Result<Sample, Error> {
-        let root = &self.query.proc_root;
+        let root = &self.query.gather.proc_root;
         let taken = Instant::now();
-        let selected = netns::select(root, &self.query.zones)?;
+        let selected = netns::select(root, &self.query.select.zones)?;
         let targets: Option<Vec<ZoneTarget>> = selected.as_ref().map(|(t, _)| t.clone());
         let mut snapshot = if self.sockets {
             let mut q = q.clone();
-            q.zones = self.query.zones.clone();
+            q.select.zones = self.query.select.zones.clone();
             crate::run::list::collect_in(&q, selected)?
         } else {
             Snapshot {

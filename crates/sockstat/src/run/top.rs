@@ -57,14 +57,14 @@ impl std::fmt::Debug for Live {
 /// carry no counters and name no remote host), with TCP internals and socket memory.
 pub fn sampling_query(query: &Query) -> Query {
     let mut q = query.clone();
-    q.families.unix = false;
-    if !q.families.inet && !q.families.inet6 {
-        q.families.inet = true;
-        q.families.inet6 = true;
+    q.select.families.unix = false;
+    if !q.select.families.inet && !q.select.families.inet6 {
+        q.select.families.inet = true;
+        q.select.families.inet6 = true;
     }
-    q.tcp_info = true;
-    q.memory = true;
-    q.congestion = true;
+    q.gather.tcp_info = true;
+    q.gather.memory = true;
+    q.gather.congestion = true;
     q
 }
 
@@ -89,7 +89,7 @@ impl Live {
         let first = sampler.sample()?;
         Ok(Live {
             own_netns: crate::run::events::own_netns(),
-            own_zone: crate::sys::netns::discover(&q.proc_root)
+            own_zone: crate::sys::netns::discover(&q.gather.proc_root)
                 .0
                 .into_iter()
                 .find(|t| t.own)

@@ -65,7 +65,7 @@ impl Follow {
         // Owners are read once, to name the connection; the samples need only the dump (unless
         // an owner filter must be applied every time).
         let mut sampling = query.clone();
-        sampling.owners = query.filters_owners() && query.owners;
+        sampling.gather.owners = query.filters_owners() && query.gather.owners;
         Follow {
             query: query.clone(),
             sampling,

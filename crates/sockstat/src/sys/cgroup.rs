@@ -57,7 +57,7 @@ pub fn id_paths(mount: &Path) -> (HashMap<u64, String>, Vec<String>) {
 
 /// Fills `snap.cgroups` for the cgroup ids the sockets carry, or says why it cannot.
 pub(crate) fn name_cgroups(q: &Query, sockets: &[Socket], snap: &mut Snapshot) {
-    let mountinfo_path = q.proc_root.join("self/mountinfo");
+    let mountinfo_path = q.gather.proc_root.join("self/mountinfo");
     let mountinfo = match super::procfs::read_to_string(&mountinfo_path) {
         Ok(t) => t,
         Err(e) => {

@@ -605,7 +605,7 @@ mod tests {
         let e = live_member(&t, proc_root).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
         let mut q = Query::new();
-        q.owners = false;
+        q.gather.owners = false;
         let snap = crate::run::list::collect_in(&q, Some((vec![t.clone()], vec![]))).unwrap();
         assert!(snap.sockets.iter().all(|s| s.netns != Some(t.key)));
         assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);

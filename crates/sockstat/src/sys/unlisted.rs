@@ -123,7 +123,7 @@ pub(crate) fn sockets(
         return Vec::new();
     }
     let Ok(proc_fd) = rustix::fs::open(
-        &q.proc_root,
+        &q.gather.proc_root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     ) else {
@@ -205,7 +205,7 @@ pub(crate) fn fill_uids(q: &Query, index: &OwnerIndex, sockets: &mut [Socket]) {
         return;
     }
     let Ok(proc_fd) = rustix::fs::open(
-        &q.proc_root,
+        &q.gather.proc_root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     ) else {

@@ -20,7 +20,7 @@ pub(crate) fn gather(
 ) -> Result<(dump::Gathered, BTreeMap<u64, Zone>), Error> {
     let mut zones = BTreeMap::new();
     let Some((selected, mut warnings)) = selected else {
-        let mut g = dump::gather(q, ext, &q.proc_root.join("net"), census)?;
+        let mut g = dump::gather(q, ext, &q.gather.proc_root.join("net"), census)?;
         g.interfaces = dump::interface_names(&g.sockets);
         return Ok((g, zones));
     };
@@ -28,10 +28,10 @@ pub(crate) fn gather(
     let (mut fallback, mut skipped) = (Vec::new(), Vec::new());
     for t in selected {
         zones.insert(t.key, t.zone.clone());
-        let thread_net = q.proc_root.join("thread-self/net");
+        let thread_net = q.gather.proc_root.join("thread-self/net");
         let joined = netns::run_in(&t, || {
             let net = if t.own {
-                q.proc_root.join("net")
+                q.gather.proc_root.join("net")
             } else {
                 thread_net.clone()
             };
@@ -47,7 +47,7 @@ pub(crate) fn gather(
             Err(why) if why.kind() == ErrorKind::Gone => continue,
             Err(why) => {
                 // Not permitted to join: read its /proc/PID/net text through a member process.
-                let pid = match netns::live_member(&t, &q.proc_root) {
+                let pid = match netns::live_member(&t, &q.gather.proc_root) {
                     Ok(Some(pid)) => pid,
                     Ok(None) => {
                         skipped.push(format!(
@@ -59,8 +59,8 @@ pub(crate) fn gather(
                     Err(_) => continue,
                 };
                 let mut pq = q.clone();
-                pq.source = Source::Proc;
-                let net = q.proc_root.join(format!("{pid}/net"));
+                pq.gather.source = Source::Proc;
+                let net = q.gather.proc_root.join(format!("{pid}/net"));
                 match dump::gather(&pq, 0, &net, census) {
                     // Its member exited while it was read (an exited process's files read as
                     // absent, which is an empty list): gone, like a zone that cannot be entered.

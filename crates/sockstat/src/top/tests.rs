@@ -394,13 +394,13 @@ fn the_view_filter_has_the_listings_meaning() {
         traced(),
     );
     let mut q = crate::Query::new();
-    q.pids = Some(vec![11]);
+    q.select.pids = Some(vec![11]);
     let f = ViewFilter(q);
     let g = group(&r, By::Process, Some(&f), Column::Rate);
     assert_eq!(g.rows.len(), 1);
     assert_eq!(g.rows[0].key, RowKey::Process(Holder::Process(11)));
     let mut q = crate::Query::new();
-    q.sport = Some(crate::PortSet::parse("40015").unwrap());
+    q.select.sport = Some(crate::PortSet::parse("40015").unwrap());
     let g = group(&r, By::Connection, Some(&ViewFilter(q)), Column::Rate);
     assert_eq!(g.rows.len(), 1);
 }

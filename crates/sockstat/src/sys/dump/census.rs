@@ -46,7 +46,7 @@ pub(super) fn census_target(
     transport: &mut dyn Transport,
     out: &mut Vec<u64>,
 ) {
-    if q.source != Source::Proc && !proc_only(t) {
+    if q.gather.source != Source::Proc && !proc_only(t) {
         let seq = t.seq() + 100;
         let request = match t {
             Target::Inet(proto, family) => InetDiagReq {
@@ -96,9 +96,9 @@ pub(super) fn census_target(
     }
     let mut g = Gathered::default();
     let mut every = Query::new();
-    every.proc_root = q.proc_root.clone();
-    every.protos = Some(Proto::ALL.to_vec());
-    every.hide_time_wait = false;
+    every.gather.proc_root = q.gather.proc_root.clone();
+    every.select.protos = Some(Proto::ALL.to_vec());
+    every.select.hide_time_wait = false;
     from_proc_net(&every, t, net_dir, &mut g);
     out.extend(g.sockets.iter().filter_map(|s| s.id));
 }

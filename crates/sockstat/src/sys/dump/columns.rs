@@ -78,15 +78,15 @@ pub(super) fn missing_columns(q: &Query, s: &Socket) -> Vec<Column> {
                 v.push(Column::Backlog);
             }
             v.push(Column::BoundInterface);
-            if q.cgroups {
+            if q.gather.cgroups {
                 v.push(Column::Cgroup);
             }
-            if s.proto == Proto::Tcp && (q.tcp_info || q.congestion) {
+            if s.proto == Proto::Tcp && (q.gather.tcp_info || q.gather.congestion) {
                 v.push(Column::TcpInternals);
             }
         }
     }
-    if q.memory && (s.proto == Proto::Unix || s.proto.is_inet()) {
+    if q.gather.memory && (s.proto == Proto::Unix || s.proto.is_inet()) {
         v.push(Column::Memory);
     }
     v
@@ -115,7 +115,7 @@ pub(crate) fn column_warnings(q: &Query, shown: &[Socket]) -> Vec<Warning> {
         .map(|(c, (n, files))| {
             let why = if files.iter().all(|f| f.starts_with("icmp")) {
                 "no sock_diag module lists ping sockets"
-            } else if q.source == Source::Proc {
+            } else if q.gather.source == Source::Proc {
                 "sock_diag gives it; --source proc reads the text instead"
             } else {
                 "sock_diag gives it, but could not be used for them (see the other warnings)"

@@ -146,7 +146,7 @@ impl<'a> Dumps<'a> {
     /// The dumps `q` needs, or `None` when they must run on one transport in turn (a recording
     /// or a replay).
     pub fn new(q: &'a Query, ext: u8, net_dir: &'a Path, census: bool) -> Option<Dumps<'a>> {
-        if matches!(q.source, Source::Replay(_)) || q.record_netlink.is_some() {
+        if matches!(q.gather.source, Source::Replay(_)) || q.gather.record_netlink.is_some() {
             return None;
         }
         let targets = targets(q);
@@ -354,9 +354,9 @@ impl Drop for Pending<'_, '_> {
 /// files are numbered in request order).
 fn gather_in_turn(q: &Query, ext: u8, net_dir: &Path) -> Result<Gathered, Error> {
     let mut g = Gathered::default();
-    let mut transport: Box<dyn Transport> = match &q.source {
+    let mut transport: Box<dyn Transport> = match &q.gather.source {
         Source::Replay(dir) => Box::new(netlink::Replay::new(dir)),
-        _ => match &q.record_netlink {
+        _ => match &q.gather.record_netlink {
             Some(dir) => match netlink::Recorder::new(netlink::Kernel::default(), dir) {
                 Ok(r) => Box::new(r),
                 Err(e) => {
@@ -393,7 +393,7 @@ fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
     // The kernel applied the state mask and the filter program where it could; the rest (-L,
     // unix and datagram roles, anything a replayed or older kernel ignored) is applied here, so
     // every source selects the same sockets.
-    if q.hide_time_wait && q.states.is_none() {
+    if q.select.hide_time_wait && q.select.states.is_none() {
         g.hidden_time_wait += hidden_time_wait(q, net_dir);
     }
     // Unix peers are named before filtering, so a client keeps its server's name (and
@@ -419,22 +419,22 @@ fn complete(q: &Query, net_dir: &Path, mut g: Gathered) -> Gathered {
 /// of them can leave one out, else the entries a dump of TIME-WAIT alone finds that pass them
 /// (its port and address filters applied in the kernel).
 fn hidden_time_wait(q: &Query, net_dir: &Path) -> u64 {
-    let (listening, connected) = (q.listening, q.connected);
+    let (listening, connected) = (q.select.listening, q.select.connected);
     if !q.wants_proto(Proto::Tcp)
         || q.filters_owners()
         || (listening && !connected)
-        || !(q.families.inet || q.families.inet6)
+        || !(q.select.families.inet || q.select.families.inet6)
     {
         return 0;
     }
-    let narrowed = q.ports.is_some()
-        || q.sport.is_some()
-        || q.dport.is_some()
-        || q.src.is_some()
-        || q.dst.is_some()
-        || q.no_loopback
-        || q.connected_to.is_some()
-        || !(q.families.inet && q.families.inet6);
+    let narrowed = q.select.ports.is_some()
+        || q.select.sport.is_some()
+        || q.select.dport.is_some()
+        || q.select.src.is_some()
+        || q.select.dst.is_some()
+        || q.select.no_loopback
+        || q.select.connected_to.is_some()
+        || !(q.select.families.inet && q.select.families.inet6);
     if !narrowed {
         return super::procfs::read_to_string(&net_dir.join("sockstat"))
             .ok()
@@ -442,15 +442,15 @@ fn hidden_time_wait(q: &Query, net_dir: &Path) -> u64 {
             .unwrap_or(0);
     }
     let mut tw = q.clone();
-    tw.hide_time_wait = false;
-    tw.states = Some(vec![State::TimeWait]);
-    tw.protos = Some(vec![Proto::Tcp]);
-    tw.families.unix = false;
-    tw.tcp_info = false;
-    tw.congestion = false;
-    tw.memory = false;
-    tw.unix_details = false;
-    tw.record_netlink = None;
+    tw.select.hide_time_wait = false;
+    tw.select.states = Some(vec![State::TimeWait]);
+    tw.select.protos = Some(vec![Proto::Tcp]);
+    tw.select.families.unix = false;
+    tw.gather.tcp_info = false;
+    tw.gather.congestion = false;
+    tw.gather.memory = false;
+    tw.gather.unix_details = false;
+    tw.gather.record_netlink = None;
     gather(&tw, 0, net_dir, false).map_or(0, |g| g.sockets.len() as u64)
 }
 
@@ -469,19 +469,19 @@ fn gather_target(
     transport: &mut dyn Transport,
     g: &mut Gathered,
 ) -> Result<(), Error> {
-    let replay = matches!(q.source, Source::Replay(_));
-    if replay && proc_only(t) && q.proc_root == Path::new("/proc") {
+    let replay = matches!(q.gather.source, Source::Replay(_));
+    if replay && proc_only(t) && q.gather.proc_root == Path::new("/proc") {
         // Never mix a recording with this host's live /proc/net.
         return Ok(());
     }
-    let from_proc = q.source == Source::Proc || proc_only(t);
+    let from_proc = q.gather.source == Source::Proc || proc_only(t);
     if !from_proc {
         // Cookies seen in this dump: a socket that moved in the kernel's table while it was
         // walked can be met twice.
         let mut seen: FxHashSet<u64> = FxHashSet::default();
         match dump_target(transport, q, t, ext, program, t.seq(), g, &mut seen) {
             Ok(()) => return Ok(()),
-            Err(e) if replay && q.proc_root == Path::new("/proc") => {
+            Err(e) if replay && q.gather.proc_root == Path::new("/proc") => {
                 // Never mix a recording with this host's live /proc/net.
                 if !fallback_expected(t, &e) {
                     g.warnings.push(Warning {
@@ -497,7 +497,7 @@ fn gather_target(
                 return Ok(());
             }
             Err(e) => {
-                if q.source == Source::Netlink && !fallback_expected(t, &e) {
+                if q.gather.source == Source::Netlink && !fallback_expected(t, &e) {
                     return Err(Error::Dump {
                         what: t.key(),
                         source: e,
@@ -571,7 +571,7 @@ fn dump_target(
                         | unix_diag::show::PEER
                         | unix_diag::show::RQLEN
                         | unix_diag::show::UID
-                        | if q.memory {
+                        | if q.gather.memory {
                             unix_diag::show::MEMINFO
                         } else {
                             0
@@ -756,37 +756,52 @@ mod tests {
             (
                 "-p",
                 Query {
-                    ports: set("22,8000-8100"),
+                    select: crate::query::Selection {
+                        ports: set("22,8000-8100"),
+                        ..Default::default()
+                    },
                     ..Query::new()
                 },
             ),
             (
                 "--sport",
                 Query {
-                    sport: set("22,8000-8100"),
+                    select: crate::query::Selection {
+                        sport: set("22,8000-8100"),
+                        ..Default::default()
+                    },
                     ..Query::new()
                 },
             ),
             (
                 "--dport",
                 Query {
-                    dport: set("80,443"),
+                    select: crate::query::Selection {
+                        dport: set("80,443"),
+                        ..Default::default()
+                    },
                     ..Query::new()
                 },
             ),
             (
                 "--sport --dport",
                 Query {
-                    sport: set("8000-8100"),
-                    dport: set("80"),
+                    select: crate::query::Selection {
+                        sport: set("8000-8100"),
+                        dport: set("80"),
+                        ..Default::default()
+                    },
                     ..Query::new()
                 },
             ),
             (
                 "-p --dport",
                 Query {
-                    ports: set("22"),
-                    dport: set("0-79"),
+                    select: crate::query::Selection {
+                        ports: set("22"),
+                        dport: set("0-79"),
+                        ..Default::default()
+                    },
                     ..Query::new()
                 },
             ),
@@ -800,10 +815,11 @@ mod tests {
             let mut selected = 0;
             for &sport in &ports {
                 for &dport in &ports {
-                    let expect =
-                        (q.ports.is_none() || within(&q.ports, sport) || within(&q.ports, dport))
-                            && within(&q.sport, sport)
-                            && within(&q.dport, dport);
+                    let expect = (q.select.ports.is_none()
+                        || within(&q.select.ports, sport)
+                        || within(&q.select.ports, dport))
+                        && within(&q.select.sport, sport)
+                        && within(&q.select.dport, dport);
                     let sock = BcSocket {
                         src: std::net::Ipv4Addr::new(192, 0, 2, 1).into(),
                         dst: std::net::Ipv4Addr::new(198, 51, 100, 2).into(),

@@ -79,7 +79,7 @@ pub(super) fn targets(q: &Query) -> Vec<Target> {
         }
         match proto {
             Proto::Unix => {
-                if q.families.unix && !q.inet_only() {
+                if q.select.families.unix && !q.inet_only() {
                     out.push(Target::Unix)
                 }
             }
@@ -96,10 +96,10 @@ pub(super) fn targets(q: &Query) -> Vec<Target> {
             // Known only from processes' fds (`sys::unlisted`): no table to dump.
             Proto::Other => {}
             p => {
-                if q.families.inet {
+                if q.select.families.inet {
                     out.push(Target::Inet(p, Family::Inet));
                 }
-                if q.families.inet6 {
+                if q.select.families.inet6 {
                     out.push(Target::Inet(p, Family::Inet6));
                 }
             }
@@ -126,25 +126,25 @@ pub(super) fn port_within(side: Side, ranges: &[(u16, u16)]) -> Expr {
 /// The kernel filter program for the query's ports and prefixes, if any.
 pub(super) fn filter_program(q: &Query) -> Option<Vec<u8>> {
     let mut all = Vec::new();
-    if let Some(ports) = &q.ports {
+    if let Some(ports) = &q.select.ports {
         all.push(Expr::Or(vec![
             port_within(Side::Src, ports.ranges()),
             port_within(Side::Dst, ports.ranges()),
         ]));
     }
-    if let Some(ports) = &q.sport {
+    if let Some(ports) = &q.select.sport {
         all.push(port_within(Side::Src, ports.ranges()));
     }
-    if let Some(ports) = &q.dport {
+    if let Some(ports) = &q.select.dport {
         all.push(port_within(Side::Dst, ports.ranges()));
     }
-    if let Some(net) = &q.src {
+    if let Some(net) = &q.select.src {
         all.push(Expr::Cond(Cond::SrcPrefix {
             addr: net.network(),
             prefix_len: net.prefix_len(),
         }));
     }
-    if let Some(net) = &q.dst {
+    if let Some(net) = &q.select.dst {
         all.push(Expr::Cond(Cond::DstPrefix {
             addr: net.network(),
             prefix_len: net.prefix_len(),

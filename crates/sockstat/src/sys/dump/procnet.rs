@@ -38,9 +38,9 @@ pub(super) fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) 
     if files.is_empty() {
         // SCTP and MPTCP have no /proc/net table of this shape.
         if let Target::Inet(proto, family) = t {
-            let explicit = q.protos.as_ref().is_some_and(|p| p.contains(&proto));
+            let explicit = q.select.protos.as_ref().is_some_and(|p| p.contains(&proto));
             // Report once per protocol, on its IPv4 pass (or IPv6 when IPv4 is not asked for).
-            let first = family == Family::Inet || !q.families.inet;
+            let first = family == Family::Inet || !q.select.families.inet;
             if explicit && first {
                 g.warnings.push(Warning {
                     code: WarningCode::ProtoUnavailable,

@@ -24,7 +24,7 @@ use std::path::Path;
 /// identity of one the iterator could not name. Runs only where the iterator's pids are the
 /// ones `proc_root` shows: the real `/proc`, mounted for this process's pid namespace. The
 /// kernel's walk runs on `threads` threads (one iterator per process listed) when more than one,
-/// or for the processes `query.pids` names alone ([`crate::sys::taskfile::Tasks`]).
+/// or for the processes `query.select.pids` names alone ([`crate::sys::taskfile::Tasks`]).
 pub fn scan_bpf(
     proc_root: &Path,
     query: &Query,
@@ -58,7 +58,7 @@ pub fn scan_bpf(
     }
     // Listed before the iterator runs: a process that starts in between is the iterator's.
     let (proc_fd, listed) = open_and_list(proc_root, query)?;
-    let pid_wanted = |pid: u32| query.pids.as_ref().is_none_or(|p| p.contains(&pid));
+    let pid_wanted = |pid: u32| query.select.pids.as_ref().is_none_or(|p| p.contains(&pid));
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
     // Each visited leader's start time, to recognise its pid if it is reused before /proc is
     // read for it below.
@@ -67,7 +67,7 @@ pub fn scan_bpf(
     // Records are taken as the iterator's output is read, so it is never held whole.
     // One thread: one iterator over every task (no system calls per process), unless a few
     // processes were asked for. More: one iterator per process, shared out over the threads.
-    let tasks = if threads > 1 || query.pids.is_some() {
+    let tasks = if threads > 1 || query.select.pids.is_some() {
         crate::sys::taskfile::Tasks::Each {
             pids: &listed,
             threads,
@@ -105,7 +105,7 @@ pub fn scan_bpf(
     let mut processes = HashMap::with_capacity(pids.len());
     let mut dropped: Vec<u32> = Vec::new();
     let clock = StartClock::new(&started);
-    let args = query.args.then(ArgsReader::new);
+    let args = query.gather.args.then(ArgsReader::new);
     // The iterator's identities need no system call; /proc is read for the arguments (-a), and
     // for a process the iterator could not identify (its directory, start time, comm, status):
     // shared out over the scan's threads when there are many such holders.

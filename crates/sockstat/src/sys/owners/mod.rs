@@ -92,7 +92,7 @@ struct Worker<'a> {
     census: bool,
 }
 
-/// Scans every numeric entry of `proc_root` (or only `query.pids`) on `threads` threads,
+/// Scans every numeric entry of `proc_root` (or only `query.select.pids`) on `threads` threads,
 /// keeping the holders of the sockets in `wanted` (sorted inodes; `None`: every socket).
 ///
 /// Errors stop the scan as a whole (per-process trouble never does).
@@ -111,12 +111,12 @@ pub fn scan(
 /// owner status is decided from must not depend on which processes the filter read. That
 /// costs one `readlinkat` of `/proc/PID/fd/0` per other process (`Worker::probe`: the link is
 /// where the kernel's permission and ptrace checks fall, for root too).
-/// Where a BPF scan may run (`query.owner_scan`), the processes `/proc` could not read are
+/// Where a BPF scan may run (`query.gather.owner_scan`), the processes `/proc` could not read are
 /// given to the iterator, as the full listing's scan would have read them through it.
 pub fn scan_candidates(proc_root: &Path, query: &Query, threads: usize) -> Result<Scan, SysError> {
     let mut out = scan_in(proc_root, query, threads, None, true)?;
     if (out.unreadable.is_empty() && out.failed.is_empty())
-        || query.owner_scan == crate::query::OwnerScan::Proc
+        || query.gather.owner_scan == crate::query::OwnerScan::Proc
     {
         return Ok(out);
     }
@@ -128,9 +128,9 @@ pub fn scan_candidates(proc_root: &Path, query: &Query, threads: usize) -> Resul
     again.sort_unstable();
     again.dedup();
     let mut those = query.clone();
-    those.pids = Some(again.clone());
-    those.command = None;
-    those.uid = None;
+    those.select.pids = Some(again.clone());
+    those.select.command = None;
+    those.select.uid = None;
     if let Ok(b) = scan_bpf(proc_root, &those, 1, None) {
         out.unreadable
             .retain(|u| again.binary_search(&u.0).is_err());
@@ -151,8 +151,8 @@ pub fn scan_candidates(proc_root: &Path, query: &Query, threads: usize) -> Resul
     Ok(out)
 }
 
-/// [`scan`]; with `census`, every process of `proc_root` is listed, those `query.pids` and
-/// `query.command` select are read in full, and the others only probed (see
+/// [`scan`]; with `census`, every process of `proc_root` is listed, those `query.select.pids` and
+/// `query.select.command` select are read in full, and the others only probed (see
 /// [`scan_candidates`]).
 fn scan_in(
     proc_root: &Path,
@@ -168,7 +168,7 @@ fn scan_in(
     };
     let cursor = AtomicUsize::new(0);
     let threads = threads.clamp(1, 8).min(pids.len().max(1));
-    let args = query.args.then(ArgsReader::new);
+    let args = query.gather.args.then(ArgsReader::new);
     let workers: Vec<Worker<'_>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -223,7 +223,7 @@ fn scan_in(
     Ok(out)
 }
 
-/// The owner scan `query.owner_scan` asks for: the BPF iterator where it can run (see
+/// The owner scan `query.gather.owner_scan` asks for: the BPF iterator where it can run (see
 /// [`scan_bpf`]), else [`scan`], keeping the holders of the sockets in `wanted` (sorted inodes;
 /// `None`: every socket). `threads` read /proc; `walk_threads` run the BPF iterators
 /// ([`super::walk_threads`]). The second value says why a requested BPF scan (`Bpf`, not
@@ -238,14 +238,14 @@ pub fn scan_any(
     // `Auto` takes the iterator wherever it runs: with its layout cached (taskfile::cache) its
     // fixed cost is the verifier's, a few ms, and it walks fds in the kernel at a fraction of
     // the /proc scan's cost per fd (doc/reference/BENCHMARKS.md).
-    if query.owner_scan == OwnerScan::Proc {
-        return (scan(&query.proc_root, query, threads, wanted), None);
+    if query.gather.owner_scan == OwnerScan::Proc {
+        return (scan(&query.gather.proc_root, query, threads, wanted), None);
     }
-    match scan_bpf(&query.proc_root, query, walk_threads, wanted) {
+    match scan_bpf(&query.gather.proc_root, query, walk_threads, wanted) {
         Ok(s) => (Ok(s), None),
         Err(why) => {
-            let why = (query.owner_scan == OwnerScan::Bpf).then_some(why);
-            (scan(&query.proc_root, query, threads, wanted), why)
+            let why = (query.gather.owner_scan == OwnerScan::Bpf).then_some(why);
+            (scan(&query.gather.proc_root, query, threads, wanted), why)
         }
     }
 }
@@ -330,6 +330,7 @@ impl<'a> Worker<'a> {
         if self.census
             && self
                 .query
+                .select
                 .pids
                 .as_ref()
                 .is_some_and(|p| p.binary_search(&pid).is_err())
@@ -367,7 +368,7 @@ impl<'a> Worker<'a> {
         // Skipping a process is only safe when its sockets would be dropped anyway: with --pid or
         // --command a socket needs a matching holder. With --user alone, a socket held only by
         // other users' processes must still be seen as owned (not fall back to its kernel uid).
-        let prefilter = self.query.pids.is_some() || self.query.command.is_some();
+        let prefilter = self.query.select.pids.is_some() || self.query.select.command.is_some();
         if prefilter {
             // Read what the filters need before paying for the fd walk.
             read_identity(&pdir, &mut process);
@@ -502,7 +503,7 @@ impl Worker<'_> {
     }
 }
 
-/// Opens `proc_root` and lists the pids to visit: `query.pids`, or every numeric entry.
+/// Opens `proc_root` and lists the pids to visit: `query.select.pids`, or every numeric entry.
 fn open_and_list(proc_root: &Path, query: &Query) -> Result<(OwnedFd, Vec<u32>), SysError> {
     let proc_fd = rustix::fs::open(
         proc_root,
@@ -510,7 +511,7 @@ fn open_and_list(proc_root: &Path, query: &Query) -> Result<(OwnedFd, Vec<u32>),
         Mode::empty(),
     )
     .map_err(|e| SysError::new(format!("cannot open {}", proc_root.display()), e))?;
-    let pids = match &query.pids {
+    let pids = match &query.select.pids {
         Some(list) => list.clone(),
         None => list_pids(&proc_fd)
             .map_err(|e| SysError::new(format!("cannot list {}", proc_root.display()), e))?,
@@ -637,7 +638,7 @@ fn identity(
             Err(_) => {}
         }
     }
-    if query.command.is_some() && !query.may_match_process(&process) {
+    if query.select.command.is_some() && !query.may_match_process(&process) {
         return None;
     }
     Some(process)
@@ -687,7 +688,7 @@ pub(crate) fn unseen_of(
             .iter()
             .map(|(pid, uid, e)| (*pid, *uid, std::io::Error::from(*e).to_string()))
             .collect(),
-        hidepid: hidepid_hides_others(&q.proc_root),
+        hidepid: hidepid_hides_others(&q.gather.proc_root),
         euid: rustix::process::geteuid().as_raw(),
     }
 }
