@@ -51,7 +51,7 @@ pub struct Gathered {
     pub interfaces: Vec<(u32, String)>,
     /// The same for several zones, by (zone key, index) (filled by `sys::gather_zones`).
     pub zone_interfaces: std::collections::HashMap<(Option<u64>, u32), String>,
-    /// TIME-WAIT entries left out by `Query::hide_time_wait` (the namespace's count from
+    /// TIME-WAIT entries left out by `Selection::hide_time_wait` (the namespace's count from
     /// `sockstat`), when it could be read.
     pub hidden_time_wait: u64,
     /// The inodes of sockets the tables gave that the query's socket filters left out, and
