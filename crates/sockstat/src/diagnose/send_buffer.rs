@@ -188,7 +188,56 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
 }
 
 fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
+    let m = measure(flow, input)?;
+    let (level, why) = verdict(flow, &m, input)?;
     let ctx = input.ctx;
+    let bw = if m.escaped {
+        bandwidth_for(flow, ctx)
+    } else {
+        bandwidth_beyond(flow, ctx, &m.ceiling)
+    };
+    let bdp = bw.map(|(b, _)| b * f64::from(m.min_us) / 1e6);
+    let (summary, advice) = words(flow, &m, bw, bdp, ctx);
+    Some(Finding {
+        zone: None,
+        rule: RuleId::SendBufferLimited,
+        severity: if m.escaped {
+            Severity::Warning
+        } else {
+            cap_severity(m.ceiling.bytes_per_sec(), m.min_us, ctx)
+        },
+        socket: Some(flow.socket_ref()),
+        summary,
+        evidence: evidence(flow, &m, bw, bdp, ctx),
+        advice,
+        count: Some(1),
+        confidence: Confidence::new(level, why),
+    })
+}
+
+/// What R1 reads of a busy flow that its peer's window does not bind: its buffer, queue,
+/// round trips, goodput, why the buffer is that size, and the ceiling the buffer sets.
+struct Measured {
+    busy: f64,
+    rwnd_share: f64,
+    /// Its send queue escaped the buffer ([`escaped`]).
+    escaped: bool,
+    tb: u64,
+    q0: u64,
+    q1: u64,
+    r_us: u32,
+    min_us: u32,
+    goodput: f64,
+    per_rtt: f64,
+    queue_max: u64,
+    sndbuf_share: f64,
+    cause: Cause,
+    ceiling: Ceiling,
+}
+
+/// The flow's numbers, or `None` when R1 does not apply: not established, idle or paced by the
+/// application, a zero window (R3), or the peer's window binding (R2).
+fn measure(flow: &Flow<'_>, input: &Input<'_>) -> Option<Measured> {
     let i = flow.info()?;
     if !matches!(flow.after.state, State::Established | State::CloseWait) {
         return None;
@@ -225,6 +274,43 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         min_us,
         goodput,
     );
+    Some(Measured {
+        busy,
+        rwnd_share,
+        escaped,
+        tb,
+        q0,
+        q1,
+        r_us,
+        min_us,
+        goodput,
+        per_rtt,
+        queue_max,
+        sndbuf_share,
+        cause,
+        ceiling: c,
+    })
+}
+
+/// How sure R1 is that the send buffer limits the flow, and why; `None` when it does not.
+fn verdict(flow: &Flow<'_>, m: &Measured, input: &Input<'_>) -> Option<(Certainty, Vec<String>)> {
+    let ctx = input.ctx;
+    let Measured {
+        busy,
+        escaped,
+        tb,
+        q0,
+        q1,
+        r_us,
+        min_us,
+        goodput,
+        per_rtt,
+        queue_max,
+        sndbuf_share,
+        cause,
+        ceiling: ref c,
+        ..
+    } = *m;
     let mut why = vec![];
     let level = if escaped {
         // Only a buffer the application fixed escapes: autotuning would have grown it.
@@ -312,16 +398,35 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
                 .into(),
         );
     }
-    let bw = if escaped {
-        bandwidth_for(flow, ctx)
-    } else {
-        bandwidth_beyond(flow, ctx, &c)
-    };
-    let min_r = f64::from(min_us) / 1e6;
-    let bdp = bw.map(|(b, _)| b * min_r);
+    Some((level, why))
+}
+
+/// The numbers behind R1's finding.
+fn evidence(
+    flow: &Flow<'_>,
+    m: &Measured,
+    bw: Option<(f64, &'static str)>,
+    bdp: Option<f64>,
+    ctx: &Context,
+) -> Evidence {
+    let i = flow.info();
+    let Measured {
+        busy,
+        rwnd_share,
+        escaped,
+        tb,
+        q1,
+        r_us,
+        goodput,
+        per_rtt,
+        queue_max,
+        sndbuf_share,
+        cause,
+        ceiling: ref c,
+        ..
+    } = *m;
     let advised = bdp.map(round_up_kib);
     let s = &ctx.sysctls;
-
     let mut ev = Evidence::default();
     flow.common_evidence(&mut ev);
     ev.int("rtt_seen_us", u64::from(r_us))
@@ -343,8 +448,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("inflight_bytes", flow.inflight())
         .int(
             "cwnd_bytes",
-            i.snd_cwnd()
-                .zip(i.snd_mss())
+            i.and_then(|i| i.snd_cwnd().zip(i.snd_mss()))
                 .map(|(c, m)| u64::from(c) * u64::from(m)),
         )
         .text("cause", cause.id())
@@ -365,6 +469,31 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
         .int("wmem_max_bytes", s.wmem_max)
         .int("tcp_wmem_max_bytes", s.tcp_wmem.map(|w| w[2]));
 
+    ev
+}
+
+/// R1's summary and advice.
+fn words(
+    flow: &Flow<'_>,
+    m: &Measured,
+    bw: Option<(f64, &'static str)>,
+    bdp: Option<f64>,
+    ctx: &Context,
+) -> (String, String) {
+    let Measured {
+        escaped,
+        tb,
+        r_us,
+        min_us,
+        goodput,
+        per_rtt,
+        queue_max,
+        cause,
+        ceiling: ref c,
+        ..
+    } = *m;
+    let advised = bdp.map(round_up_kib);
+    let s = &ctx.sysctls;
     let who = flow.owner_text();
     let conn = fmt::connection(flow.after).to_string();
     let rtt_text = if r_us > min_us + min_us / 5 {
@@ -455,21 +584,7 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
              (run as root with --exact-locks for an exact answer). {need}"
         ),
     };
-    Some(Finding {
-        zone: None,
-        rule: RuleId::SendBufferLimited,
-        severity: if escaped {
-            Severity::Warning
-        } else {
-            cap_severity(c.bytes_per_sec(), min_us, ctx)
-        },
-        socket: Some(flow.socket_ref()),
-        summary,
-        evidence: ev,
-        advice,
-        count: Some(1),
-        confidence: Confidence::new(level, why),
-    })
+    (summary, advice)
 }
 
 /// True when the flow's send queue escaped its send buffer: more than [`ESCAPE_MARGIN`] past
