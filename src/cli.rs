@@ -546,7 +546,8 @@ pub struct OutputArgs {
     #[arg(short = 'v', help_heading = "Output")]
     pub verbose: bool,
     /// Counts by protocol, family and state instead of rows (no owner scan, unless --pid,
-    /// --command or --user selects what is counted).
+    /// --command or --user selects what is counted; without one, the sockets no kernel table
+    /// lists, which only the owner scan finds, are not counted).
     #[arg(long, help_heading = "Output")]
     pub summary: bool,
     /// One JSON document (schema version 1; see doc/json-schema.md).

@@ -66,7 +66,7 @@ complete -c sockstat -n "__fish_sockstat_needs_command" -s C -d 'Show the conges
 complete -c sockstat -n "__fish_sockstat_needs_command" -s m -l memory -d 'Socket memory: receive and send buffer use and limits, drops ("memory" object in JSON)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l cgroup -d 'Show the cgroup each Internet socket was created in (its service or container), from the kernel\'s socket cgroup id: no /proc scan and no privilege needed (CGROUP column)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -s v -d 'Print details with every warning'
-complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows (no owner scan, unless --pid, --command or --user selects what is counted)'
+complete -c sockstat -n "__fish_sockstat_needs_command" -l summary -d 'Counts by protocol, family and state instead of rows (no owner scan, unless --pid, --command or --user selects what is counted; without one, the sockets no kernel table lists, which only the owner scan finds, are not counted)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l json -d 'One JSON document (schema version 1; see doc/json-schema.md)'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l csv -d 'CSV with a header row'
 complete -c sockstat -n "__fish_sockstat_needs_command" -l events -d 'Watch for sockets that open and close: one line each (\'+\' opened, \'-\' closed, with the holders), or JSON lines with --json; the first refresh is the baseline. Implies --watch'

@@ -60,7 +60,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '--memory[Socket memory\: receive and send buffer use and limits, drops ("memory" object in JSON)]' \
 '--cgroup[Show the cgroup each Internet socket was created in (its service or container), from the kernel'\''s socket cgroup id\: no /proc scan and no privilege needed (CGROUP column)]' \
 '-v[Print details with every warning]' \
-'--summary[Counts by protocol, family and state instead of rows (no owner scan, unless --pid, --command or --user selects what is counted)]' \
+'--summary[Counts by protocol, family and state instead of rows (no owner scan, unless --pid, --command or --user selects what is counted; without one, the sockets no kernel table lists, which only the owner scan finds, are not counted)]' \
 '(--csv)--json[One JSON document (schema version 1; see doc/json-schema.md)]' \
 '--csv[CSV with a header row]' \
 '(--summary --csv)--events[Watch for sockets that open and close\: one line each ('\''+'\'' opened, '\''-'\'' closed, with the holders), or JSON lines with --json; the first refresh is the baseline. Implies --watch]' \
