@@ -374,8 +374,8 @@ pub struct Gathering {
     pub owners: bool,
     /// Look for the sockets processes hold that no kernel table lists (kind other, found by
     /// the owner scan: doc/reference/linux.md, "Socket kinds"); on by default. Off where only
-    /// what the tables list is wanted: the connections `diagnose`, `trace` and `kill` work on,
-    /// and Python's `net_connections()` (psutil's rows come from the tables).
+    /// what the tables list is wanted: the connections `diagnose`, `trace`, `kill` and `top`
+    /// work on, and Python's `net_connections()` (psutil's rows come from the tables).
     pub unlisted: bool,
     /// Read process arguments (`-a`).
     pub args: bool,

@@ -54,9 +54,12 @@ impl std::fmt::Debug for Live {
 }
 
 /// The query the view samples with: `query`'s filters, Internet sockets only (unix sockets
-/// carry no counters and name no remote host), with TCP internals and socket memory.
+/// carry no counters and name no remote host), with TCP internals and socket memory. Sockets
+/// no table lists are not looked for (they move nothing, and finding them under a family
+/// filter reads every other table's inodes each refresh).
 pub fn sampling_query(query: &Query) -> Query {
     let mut q = query.clone();
+    q.gather.unlisted = false;
     q.select.families.unix = false;
     if !q.select.families.inet && !q.select.families.inet6 {
         q.select.families.inet = true;
