@@ -87,22 +87,6 @@ pub(super) fn delta(
     a.change(b, group, name)?.delta()
 }
 
-pub(super) fn reuse_text(s: &Settings) -> String {
-    let reuse = match s.tcp_tw_reuse {
-        Some(0) => "tcp_tw_reuse=0 (off)".to_string(),
-        Some(1) => "tcp_tw_reuse=1 (on)".to_string(),
-        Some(2) => "tcp_tw_reuse=2 (loopback only, the default)".to_string(),
-        Some(n) => format!("tcp_tw_reuse={n}"),
-        None => "tcp_tw_reuse unknown".to_string(),
-    };
-    let ts = match s.tcp_timestamps {
-        Some(0) => "tcp_timestamps=0 (off: reuse cannot work)".to_string(),
-        Some(n) => format!("tcp_timestamps={n}"),
-        None => "tcp_timestamps unknown".to_string(),
-    };
-    format!("{reuse}, {ts}")
-}
-
 /// Builds the report.
 pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
     let sys = input.sysctls;

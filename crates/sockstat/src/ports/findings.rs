@@ -3,8 +3,7 @@
 
 use super::SynRejects;
 
-use super::analyze::reuse_text;
-use super::{Finding, PortsReport, Subject, TIME_WAIT_S};
+use super::{Finding, PortsReport, Settings, Subject, TIME_WAIT_S};
 use crate::model::Severity;
 use crate::text::fmt;
 
@@ -254,4 +253,20 @@ pub fn syn_rejects(r: &PortsReport) -> SynRejects {
         },
         ack_skipped_timewait: get("TcpExt.TCPACKSkippedTimeWait"),
     }
+}
+
+fn reuse_text(s: &Settings) -> String {
+    let reuse = match s.tcp_tw_reuse {
+        Some(0) => "tcp_tw_reuse=0 (off)".to_string(),
+        Some(1) => "tcp_tw_reuse=1 (on)".to_string(),
+        Some(2) => "tcp_tw_reuse=2 (loopback only, the default)".to_string(),
+        Some(n) => format!("tcp_tw_reuse={n}"),
+        None => "tcp_tw_reuse unknown".to_string(),
+    };
+    let ts = match s.tcp_timestamps {
+        Some(0) => "tcp_timestamps=0 (off: reuse cannot work)".to_string(),
+        Some(n) => format!("tcp_timestamps={n}"),
+        None => "tcp_timestamps unknown".to_string(),
+    };
+    format!("{reuse}, {ts}")
 }
