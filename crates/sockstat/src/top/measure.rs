@@ -2,7 +2,9 @@
 //! [`Report`] of what each connection moved over the interval (the counting rules are in the
 //! module's documentation, `crate::top`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -89,7 +91,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
         })
         .collect();
     // The earlier sample's shown sockets by cookie, with their zone's key.
-    let mut earlier: HashMap<u64, (&Socket, Option<u64>)> = HashMap::new();
+    let mut earlier: FxHashMap<u64, (&Socket, Option<u64>)> = FxHashMap::default();
     for z in &before.zones {
         for s in z.snapshot.sockets.iter().filter(|s| shown(s)) {
             if let Some(c) = s.cookie {
@@ -97,7 +99,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             }
         }
     }
-    let mut later: HashSet<u64> = HashSet::new();
+    let mut later: FxHashSet<u64> = FxHashSet::default();
     let mut conns = Vec::new();
     let mut time_wait = 0u64;
     for (zi, z) in after.zones.iter().enumerate() {
@@ -124,7 +126,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
     // A connection of the earlier sample is this interval's whenever it closed: the next
     // interval's earlier sample does not have it.
     let mut carried = Vec::new();
-    let mut closes: HashMap<u64, Close> = HashMap::new();
+    let mut closes: FxHashMap<u64, Close> = FxHashMap::default();
     for c in interval.closes {
         if c.event.kind != EventKind::Close {
             continue;
@@ -359,7 +361,7 @@ fn read_at(s: &Socket) -> Option<std::time::Instant> {
 
 /// Indexes each connection's findings (by cookie).
 fn attach_findings(report: &mut Report) {
-    let mut by_cookie: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut by_cookie: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     for (i, f) in report.findings.iter().enumerate() {
         if let Some(c) = f.socket.as_ref().and_then(|s| s.cookie) {
             by_cookie.entry(c).or_default().push(i);
