@@ -53,7 +53,7 @@ fn as_main(fragment: &str) -> String {
 const FIRST_PROGRAM: &str = r#"
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut q = sockstat::Query::new();
-    q.listening = true;
+    q.select.listening = true;
     let snap = sockstat::collect(&q)?;
     for s in &snap.sockets {
         for o in &s.owners {
