@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use crate::serve::{get, results, serve_with, value, which, Prometheus, Served};
-use crate::serve_privileges::{check_thread_caps, idle_connection};
+use crate::serve_privileges::{check_thread_caps, check_thread_caps_with_a_connection};
 use crate::serve_tls::{pki, web_config, write_pki};
 
 /// Starts a holder named `comm` listening on 127.0.0.1:`port` (0: any), in `ns` or on the host.
@@ -317,8 +317,7 @@ fn as_nobody_with_the_units_capabilities_it_names_roots_listener_in_a_namespace(
         a.name
     )));
     // The collection keeps the three; the threads that talk to the network none.
-    let _held = idle_connection(&server);
-    let roles = check_thread_caps(server.pid, KEPT_Z, KEPT_Z | (1 << 12));
+    let roles = check_thread_caps_with_a_connection(&server, KEPT_Z, KEPT_Z | (1 << 12));
     assert_eq!(roles, ["accept", "collect", "http"], "{roles:?}");
     assert!(!server.log().contains("without CAP_"), "{}", server.log());
 
