@@ -403,8 +403,28 @@ fn close_with_reset(s: TcpStream) {
     drop(s);
 }
 
-/// A client bound to `local` (SO_REUSEADDR) connected to `l`.
+/// A client bound to `local` (SO_REUSEADDR) connected to `l`. Reusing the four addresses of a
+/// connection just reset waits for the kernel to have let go of them: on a loaded machine the
+/// reset may be processed a little later (softirq work handed to ksoftirqd, a thread like any
+/// other), and connect() meanwhile says EADDRNOTAVAIL (seen once in a suite run beside two
+/// CPU-bound loops). Up to 10 s.
 fn connect_from(local: SocketAddr, l: &TcpListener) -> (TcpStream, TcpStream) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match try_connect_from(local, l) {
+            Ok(pair) => return pair,
+            Err(e)
+                if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("connect from {local}: {e}"),
+        }
+    }
+}
+
+/// One attempt of [`connect_from`].
+fn try_connect_from(local: SocketAddr, l: &TcpListener) -> std::io::Result<(TcpStream, TcpStream)> {
     // SAFETY: plain socket calls on an fd we own from here on.
     let fd = unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
@@ -466,9 +486,11 @@ fn connect_from(local: SocketAddr, l: &TcpListener) -> (TcpStream, TcpStream) {
             std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
         )
     };
-    assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     let (s, _) = l.accept().unwrap();
-    (c, s)
+    Ok((c, s))
 }
 
 /// The library's own kill path: list, then the connection is replaced by a new one with the
