@@ -2,13 +2,13 @@
 //! a socket the owner scan meets in none of the tables read is known to be in no table
 //! (`sys::unlisted`; doc/reference/linux.md, "Socket kinds").
 
-use super::plan::{ipproto, proc_only, targets, Target};
+use super::plan::{proc_only, targets, Ask, Target};
 use super::procnet::from_proc_net;
-use super::{Gathered, AF_INET, AF_INET6};
+use super::Gathered;
 use crate::model::{Family, Proto, State};
 use crate::query::{Query, Source};
 use crate::sys::netlink::{self, Transport};
-use sockstat_wire::inet_diag::{self, InetDiagReq};
+use sockstat_wire::inet_diag;
 use sockstat_wire::{netlink_diag, packet_diag, unix_diag};
 use std::path::Path;
 
@@ -47,35 +47,21 @@ pub(super) fn census_target(
     out: &mut Vec<u64>,
 ) {
     if q.gather.source != Source::Proc && !proc_only(t) {
-        let seq = t.seq() + 100;
-        let request = match t {
-            Target::Inet(proto, family) => InetDiagReq {
-                family: if family == Family::Inet {
-                    AF_INET
-                } else {
-                    AF_INET6
+        // Inodes alone: nothing but the header of each socket, every state that has one.
+        let request = t.request(
+            t.seq() + 100,
+            &Ask {
+                states: match t {
+                    Target::Inet(..) => !State::TimeWait.kernel_mask(),
+                    _ => u32::MAX,
                 },
-                protocol: ipproto(proto),
                 ext: 0,
-                raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
-                states: !State::TimeWait.kernel_mask(),
-                sport: 0,
-                dport: 0,
                 bytecode: None,
-            }
-            .encode(seq),
-            Target::Unix => unix_diag::UnixDiagReq {
-                states: u32::MAX,
-                show: 0,
-            }
-            .encode(seq),
-            Target::Packet => packet_diag::PacketDiagReq { show: 0 }.encode(seq),
-            Target::Netlink => netlink_diag::NetlinkDiagReq {
-                protocol: netlink_diag::NDIAG_PROTO_ALL,
-                show: 0,
-            }
-            .encode(seq),
-        };
+                unix_show: 0,
+                packet_show: 0,
+                netlink_show: 0,
+            },
+        );
         let start = out.len();
         let result = netlink::dump(transport, &t.key(), &request, |payload| {
             let inode = match t {

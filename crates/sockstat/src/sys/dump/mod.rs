@@ -11,11 +11,11 @@
 use std::path::Path;
 
 use rustc_hash::FxHashSet;
-use sockstat_wire::inet_diag::{self, InetDiagReq};
+use sockstat_wire::inet_diag::{self};
 use sockstat_wire::{netlink_diag, packet_diag, unix_diag};
 
 use crate::error::Error;
-use crate::model::{Endpoint, Family, Proto, Socket, State, UnixName, Warning, WarningCode};
+use crate::model::{Endpoint, Proto, Socket, State, UnixName, Warning, WarningCode};
 use crate::query::{Query, Source};
 use crate::sys::netlink::{self, DumpError, Transport};
 
@@ -30,7 +30,7 @@ pub(crate) use columns::column_warnings;
 pub(crate) use convert::{
     socket_from_inet, socket_from_netlink, socket_from_packet, socket_from_unix,
 };
-use plan::{filter_program, ipproto, proc_only, targets, Target};
+use plan::{filter_program, proc_only, targets, Ask, Target};
 use procnet::from_proc_net;
 
 const AF_INET: u8 = 2;
@@ -544,29 +544,16 @@ fn dump_target(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let request = match t {
-            Target::Inet(proto, family) => InetDiagReq {
-                family: if family == Family::Inet {
-                    AF_INET
-                } else {
-                    AF_INET6
-                },
-                protocol: ipproto(proto),
+        let request = t.request(
+            seq,
+            &Ask {
+                states: q.kernel_states(match t {
+                    Target::Inet(proto, _) => proto,
+                    _ => Proto::Unix,
+                }),
                 ext,
-                raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
-                states: q.kernel_states(proto),
-                sport: 0,
-                dport: 0,
-                bytecode: if use_program {
-                    program.map(<[u8]>::to_vec)
-                } else {
-                    None
-                },
-            }
-            .encode(seq),
-            Target::Unix => unix_diag::UnixDiagReq {
-                states: q.kernel_states(Proto::Unix),
-                show: if q.unix_names_needed() {
+                bytecode: program.filter(|_| use_program),
+                unix_show: if q.unix_names_needed() {
                     unix_diag::show::NAME
                         | unix_diag::show::PEER
                         | unix_diag::show::RQLEN
@@ -579,19 +566,11 @@ fn dump_target(
                 } else {
                     unix_diag::show::RQLEN
                 },
-            }
-            .encode(seq),
-            // MEMINFO for the queues (recv_q, send_q): without it packet_diag sends none.
-            Target::Packet => packet_diag::PacketDiagReq {
-                show: packet_diag::show::INFO | packet_diag::show::MEMINFO,
-            }
-            .encode(seq),
-            Target::Netlink => netlink_diag::NetlinkDiagReq {
-                protocol: netlink_diag::NDIAG_PROTO_ALL,
-                show: netlink_diag::show::MEMINFO,
-            }
-            .encode(seq),
-        };
+                // MEMINFO for the queues (recv_q, send_q): without it packet_diag sends none.
+                packet_show: packet_diag::show::INFO | packet_diag::show::MEMINFO,
+                netlink_show: netlink_diag::show::MEMINFO,
+            },
+        );
         let start = g.sockets.len();
         let mut dup = 0usize;
         let result = netlink::dump(transport, &key, &request, |payload| {
@@ -681,7 +660,7 @@ pub fn fill_unix_peer_names(sockets: &mut [Socket]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::SockType;
+    use crate::model::{Family, SockType};
 
     fn part(ids: std::ops::Range<u64>) -> Gathered {
         Gathered {

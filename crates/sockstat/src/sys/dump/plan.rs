@@ -5,7 +5,7 @@
 use crate::model::{Family, Proto};
 use crate::query::Query;
 use sockstat_wire::bytecode::{self, Cond, Expr, Side};
-use sockstat_wire::inet_diag;
+use sockstat_wire::{inet_diag, netlink_diag, packet_diag, unix_diag};
 
 /// One dump to make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +14,17 @@ pub(super) enum Target {
     Unix,
     Packet,
     Netlink,
+}
+
+/// What a dump asks of the kernel beside its target: the state mask, inet_diag's extensions
+/// and filter program, and the other families' `show` flags.
+pub(super) struct Ask<'a> {
+    pub states: u32,
+    pub ext: u8,
+    pub bytecode: Option<&'a [u8]>,
+    pub unix_show: u32,
+    pub packet_show: u32,
+    pub netlink_show: u32,
 }
 
 impl Target {
@@ -38,6 +49,41 @@ impl Target {
             Target::Unix => 50,
             Target::Packet => 51,
             Target::Netlink => 52,
+        }
+    }
+
+    /// The request of this target's dump, numbered `seq`.
+    pub(super) fn request(self, seq: u32, ask: &Ask<'_>) -> Vec<u8> {
+        match self {
+            Target::Inet(proto, family) => inet_diag::InetDiagReq {
+                family: if family == Family::Inet {
+                    super::AF_INET
+                } else {
+                    super::AF_INET6
+                },
+                protocol: ipproto(proto),
+                ext: ask.ext,
+                raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
+                states: ask.states,
+                sport: 0,
+                dport: 0,
+                bytecode: ask.bytecode.map(<[u8]>::to_vec),
+            }
+            .encode(seq),
+            Target::Unix => unix_diag::UnixDiagReq {
+                states: ask.states,
+                show: ask.unix_show,
+            }
+            .encode(seq),
+            Target::Packet => packet_diag::PacketDiagReq {
+                show: ask.packet_show,
+            }
+            .encode(seq),
+            Target::Netlink => netlink_diag::NetlinkDiagReq {
+                protocol: netlink_diag::NDIAG_PROTO_ALL,
+                show: ask.netlink_show,
+            }
+            .encode(seq),
         }
     }
 
