@@ -388,6 +388,23 @@ pub fn sockets(v: &Value) -> &Vec<Value> {
     v["sockets"].as_array().expect("sockets array")
 }
 
+/// The pids a warning's details name (`pid 123 (uid 0): ...`, one line each).
+pub fn detail_pids(w: &Value) -> Vec<u32> {
+    w["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| {
+            d.as_str()?
+                .strip_prefix("pid ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
 pub fn warnings(v: &Value) -> &Vec<Value> {
     v["warnings"].as_array().expect("warnings array")
 }

@@ -126,22 +126,10 @@ fn warnings_count_only_the_sockets_shown() {
     // reads it, or gone since. Not asserted to be root's holder alone: a suite run beside two
     // CPU-bound loops once counted a second root process of that name (pid 32079, gone before
     // the test could look at it); what it was is printed here if it comes back.
-    let detail_pids: Vec<u32> = w["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|d| {
-            d.as_str()?
-                .strip_prefix("pid ")?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect();
-    assert_eq!(w["count"], detail_pids.len() as u64, "{v:#}");
-    assert!(detail_pids.contains(&root.pid()), "{v:#}");
-    for pid in detail_pids {
+    let pids = detail_pids(w);
+    assert_eq!(w["count"], pids.len() as u64, "{v:#}");
+    assert!(pids.contains(&root.pid()), "{v:#}");
+    for pid in pids {
         let seen = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).ok();
         if let Some(c) = seen("comm") {
             assert_eq!(

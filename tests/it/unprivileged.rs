@@ -199,19 +199,7 @@ fn kernel_threads_are_not_counted_as_hidden_processes() {
         .find(|w| w["code"] == "owners-hidden")
         .cloned()
         .expect("root's listener is hidden from nobody");
-    let pids: Vec<u32> = w["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|d| {
-            d.as_str()?
-                .strip_prefix("pid ")?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect();
+    let pids: Vec<u32> = detail_pids(&w);
     assert!(!pids.is_empty(), "{w:#}");
     let kthreads: Vec<u32> = pids
         .iter()
