@@ -605,6 +605,15 @@ impl Query {
             )));
         }
         self.select.protos = Some(vec![Proto::Tcp]);
+        self.narrow_to_inet_internals();
+        Ok(())
+    }
+
+    /// Narrows the query to Internet sockets (`-4`/`-6` kept, unix dropped; both families when
+    /// neither is given) gathered with their internals (`tcp_info`, socket memory, congestion
+    /// control), not looking for sockets no table lists: what the views of connections
+    /// (`diagnose`, `trace`, `top`) sample.
+    pub fn narrow_to_inet_internals(&mut self) {
         self.gather.unlisted = false;
         self.select.families.unix = false;
         if !self.select.families.inet && !self.select.families.inet6 {
@@ -614,7 +623,6 @@ impl Query {
         self.gather.tcp_info = true;
         self.gather.memory = true;
         self.gather.congestion = true;
-        Ok(())
     }
 
     /// True when an owner attribute (pid, user, command) is filtered on.

@@ -59,15 +59,7 @@ impl std::fmt::Debug for Live {
 /// filter reads every other table's inodes each refresh).
 pub fn sampling_query(query: &Query) -> Query {
     let mut q = query.clone();
-    q.gather.unlisted = false;
-    q.select.families.unix = false;
-    if !q.select.families.inet && !q.select.families.inet6 {
-        q.select.families.inet = true;
-        q.select.families.inet6 = true;
-    }
-    q.gather.tcp_info = true;
-    q.gather.memory = true;
-    q.gather.congestion = true;
+    q.narrow_to_inet_internals();
     q
 }
 
