@@ -25,7 +25,7 @@ pub struct TcpDetails {
     pub congestion: Option<String>,
     /// BBR's own estimates (`INET_DIAG_BBRINFO`) when the algorithm is BBR.
     pub bbr: Option<BbrInfo>,
-    /// When sockstat read `info` (the dump message carrying it, as it was decoded): a dump of
+    /// When sockstat read `info` (the receive that brought its dump message): a dump of
     /// 60k sockets takes 60 ms or more, so two samples' reads of one connection are not the
     /// samples' interval apart; rates divide by the time between its own two reads
     /// (`top::Conn::window_s`). `None` where the counters did not come from a live dump.

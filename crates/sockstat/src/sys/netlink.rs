@@ -276,7 +276,7 @@ pub fn dump(
     transport: &mut dyn Transport,
     key: &str,
     request: &[u8],
-    mut on_record: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+    mut on_record: impl FnMut(&[u8], std::time::Instant) -> Result<(), DecodeError>,
 ) -> Result<DumpStats, DumpError> {
     let seq = request
         .get(8..12)
@@ -287,6 +287,8 @@ pub fn dump(
     let mut stats = DumpStats::default();
     loop {
         let n = transport.recv(&mut buf).map_err(DumpError::Io)?;
+        // When this buffer's records were read: the kernel fills a buffer as it is asked for.
+        let received = std::time::Instant::now();
         stats.recvs += 1;
         if n == 0 {
             return Err(DumpError::Io(io::Error::new(
@@ -306,7 +308,7 @@ pub fn dump(
             match classify(&msg).map_err(DumpError::Decode)? {
                 Control::Data(payload) => {
                     stats.records += 1;
-                    on_record(payload).map_err(DumpError::Decode)?;
+                    on_record(payload, received).map_err(DumpError::Decode)?;
                 }
                 Control::Done { errno: None } => return Ok(stats),
                 Control::Done { errno: Some(e) } => return Err(DumpError::Kernel(e)),

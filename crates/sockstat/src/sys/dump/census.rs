@@ -63,7 +63,7 @@ pub(super) fn census_target(
             },
         );
         let start = out.len();
-        let result = netlink::dump(transport, &t.key(), &request, |payload| {
+        let result = netlink::dump(transport, &t.key(), &request, |payload, _| {
             let inode = match t {
                 Target::Inet(..) => inet_diag::decode_msg(payload)?.inode,
                 Target::Unix => unix_diag::decode_msg(payload)?.inode,

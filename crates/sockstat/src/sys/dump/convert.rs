@@ -75,7 +75,8 @@ pub(crate) fn socket_from_inet(m: &inet_diag::InetDiagMsg<'_>, proto: Proto) -> 
                 info: TcpInfo::from_bytes(info),
                 congestion: cong.map(str::to_string),
                 bbr: m.attrs.bbr,
-                read_at: Some(std::time::Instant::now()),
+                // The dump stamps it (`dump_target`): a decoder reads no clock.
+                read_at: None,
             })),
             (Proto::Tcp | Proto::Mptcp, None, Some(cong)) => Some(Box::new(TcpDetails {
                 info: TcpInfo::from_bytes(&[]),

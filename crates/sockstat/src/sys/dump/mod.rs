@@ -573,9 +573,15 @@ fn dump_target(
         );
         let start = g.sockets.len();
         let mut dup = 0usize;
-        let result = netlink::dump(transport, &key, &request, |payload| {
+        let result = netlink::dump(transport, &key, &request, |payload, received| {
             let s = match t {
-                Target::Inet(proto, _) => socket_from_inet(&inet_diag::decode_msg(payload)?, proto),
+                Target::Inet(proto, _) => {
+                    let mut s = socket_from_inet(&inet_diag::decode_msg(payload)?, proto);
+                    if let Some(tcp) = s.tcp.as_mut() {
+                        tcp.read_at = Some(received);
+                    }
+                    s
+                }
                 Target::Unix => socket_from_unix(&unix_diag::decode_msg(payload)?),
                 Target::Packet => socket_from_packet(&packet_diag::decode_msg(payload)?),
                 Target::Netlink => {
