@@ -555,7 +555,7 @@ impl View {
             l.push(format!(
                 "{} {}: {}",
                 fd.severity.name(),
-                fd.rule.id(),
+                fd.code,
                 for_terminal(fd.summary.as_bytes())
             ));
             l.push(format!(

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         }
     };
     for f in &report.findings {
-        println!("{} {}: {}", f.severity.name(), f.rule.id(), f.summary);
+        println!("{} {}: {}", f.severity.name(), f.code, f.summary);
         println!("  fix: {}", f.advice);
     }
     for w in &report.warnings {

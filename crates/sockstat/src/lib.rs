@@ -72,7 +72,7 @@
 //! let report = sockstat::diagnose_connections(&q, Duration::from_millis(200), None)?;
 //! assert_eq!(report.connections, 2); // both ends of the loopback connection
 //! for f in &report.findings {
-//!     println!("{} {}: {}\n  fix: {}", f.severity.name(), f.rule.id(), f.summary, f.advice);
+//!     println!("{} {}: {}\n  fix: {}", f.severity.name(), f.code, f.summary, f.advice);
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -108,6 +108,7 @@ pub mod counters;
 pub mod diagnose;
 mod error;
 pub mod events;
+pub mod finding;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod join;

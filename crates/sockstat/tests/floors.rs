@@ -33,6 +33,7 @@ use Floor::*;
 /// names its module or one of its parents. The one table of the floors.
 const FLOORS: &[(&str, Floor)] = &[
     ("model", Ground),
+    ("finding", Ground),
     ("zone", Ground),
     ("privilege", Ground),
     ("error", Ground),

@@ -205,7 +205,9 @@ fn finding(
     );
     Finding {
         zone: None,
-        rule: RuleId::CloseWait,
+        rule: Some(RuleId::CloseWait),
+        code: RuleId::CloseWait.id(),
+        subject: Subject::Namespace,
         severity: if n >= CRITICAL {
             Severity::Critical
         } else {

@@ -79,7 +79,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let who = flow.owner_text();
     Some(Finding {
         zone: None,
-        rule: RuleId::DelayedAck,
+        rule: Some(RuleId::DelayedAck),
+        code: RuleId::DelayedAck.id(),
+        subject: Subject::Namespace,
         severity: Severity::Warning,
         socket: Some(flow.socket_ref()),
         summary: format!(
@@ -152,7 +154,7 @@ mod tests {
         let (s0, s1) = rr(41_700, 20_300, 22_000, 1, 12);
         let f = run(vec![s0], vec![s1], &ctx());
         assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].rule, RuleId::DelayedAck);
+        assert_eq!(f[0].rule, Some(RuleId::DelayedAck));
         assert_eq!(ev(&f[0], "inflation_us"), 21_400.0);
         assert!(f[0].advice.contains("TCP_NODELAY"));
     }

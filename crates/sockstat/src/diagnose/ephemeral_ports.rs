@@ -17,17 +17,7 @@
 //! one socket (socket null).
 
 use super::*;
-use crate::ports::{self, PortsInput, PortsReport, Subject};
-
-/// The port report's finding codes that are R7's (the TIME-WAIT SYN rejects are R8's).
-const CODES: [&str; 6] = [
-    "no-ephemeral-ports",
-    "ephemeral-ports-critical",
-    "ephemeral-ports-warning",
-    "ephemeral-ports-rate",
-    "time-wait-overflow",
-    "time-wait-buckets",
-];
+use crate::ports::{self, PortsInput, PortsReport};
 
 /// The port report over the rule's two samples, with the context's sysctls.
 pub(super) fn report(input: &Input<'_>) -> PortsReport {
@@ -47,61 +37,15 @@ pub(super) fn report(input: &Input<'_>) -> PortsReport {
     .in_zone(input.after.zone.clone())
 }
 
-/// Runs R7.
+/// Runs R7: the port report's findings of this rule (one analysis for `sockstat ports`, the
+/// exporter and this rule), as they are.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let r = input.ports();
-    let s = &input.ctx.sysctls;
-    r.findings
+    input
+        .ports()
+        .findings
         .iter()
-        .filter(|f| CODES.contains(&f.code))
-        .map(|f| {
-            let mut ev = Evidence::default();
-            ev.text("finding", f.code);
-            if let Subject::Destination(i) = f.subject {
-                let d = &r.destinations[i];
-                ev.text("source", d.local_address.to_string())
-                    .text(
-                        "destination",
-                        fmt::inet(d.remote_address, d.remote_port).to_string(),
-                    )
-                    .int("ports_in_use", u64::from(d.count))
-                    .int("time_wait", u64::from(d.time_wait))
-                    .num("usage_share", d.usage)
-                    .num("new_time_wait_per_sec", d.new_time_wait_per_s);
-            }
-            ev.int("usable_ports", u64::from(r.range.usable))
-                .int("reserved_ports", u64::from(r.range.reserved))
-                .text("port_range", format!("{}-{}", r.range.low, r.range.high))
-                .num(
-                    "sustainable_connections_per_sec",
-                    r.range.sustainable_rate_per_s,
-                )
-                .int("time_wait_total", r.time_wait.count)
-                .int("tcp_max_tw_buckets", r.time_wait.max_buckets)
-                .num("time_wait_created_per_sec", r.time_wait.new_per_s)
-                .put(
-                    "time_wait_overflow_delta",
-                    r.time_wait.overflow_delta.map(Value::from),
-                )
-                .put(
-                    "tw_recycled_delta",
-                    r.time_wait.recycled_delta.map(Value::from),
-                )
-                .int("tcp_tw_reuse", s.tcp_tw_reuse);
-            Finding {
-                zone: None,
-                rule: RuleId::EphemeralPorts,
-                severity: f.level,
-                socket: None,
-                summary: f.message.clone(),
-                evidence: ev,
-                advice: f.advice.clone().unwrap_or_default(),
-                count: None,
-                confidence: Confidence::counted(
-                    "every socket of the group, TIME-WAIT included, holds one of the range's ports",
-                ),
-            }
-        })
+        .filter(|f| f.rule == Some(RuleId::EphemeralPorts))
+        .cloned()
         .collect()
 }
 
@@ -208,7 +152,7 @@ mod tests {
         )]));
         let f = evaluate(&b, &a, &ctx());
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, RuleId::EphemeralPorts);
+        assert_eq!(f[0].rule, Some(RuleId::EphemeralPorts));
         assert_eq!(f[0].severity, Severity::Critical);
         assert_eq!(ev(&f[0], "time_wait_overflow_delta"), 3.0);
     }
@@ -236,8 +180,8 @@ mod tests {
         assert_eq!(ports.findings.len(), 1, "{:#?}", ports.findings);
         assert_eq!(r7.len(), 1, "{r7:#?}");
         assert_eq!(ports.findings[0].code, "ephemeral-ports-critical");
-        assert_eq!(r7[0].severity, ports.findings[0].level);
-        assert_eq!(r7[0].summary, ports.findings[0].message);
+        // One finding, not two that agree: the diagnosis reports the port report's own.
+        assert_eq!(r7[0], ports.findings[0]);
         let mut metrics = Vec::new();
         let own = crate::zone::Zone {
             name: "global".into(),

@@ -3,55 +3,9 @@
 //! how full its send queue was in each sample, and whether its congestion window was full in
 //! both. Also [`Confidence`], how sure a finding is and why.
 
-use serde::Serialize;
-
 use super::Flow;
 use crate::model::tcp::TcpInfo;
 use crate::model::Socket;
-
-/// How sure a verdict is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Certainty {
-    /// A plausible reading; other explanations fit as well.
-    Low,
-    /// The main signs agree, one is missing or borderline.
-    Medium,
-    /// Every sign agrees, or the kernel counted it directly.
-    High,
-}
-
-impl Certainty {
-    /// The name used in JSON and text.
-    pub fn name(self) -> &'static str {
-        match self {
-            Certainty::Low => "low",
-            Certainty::Medium => "medium",
-            Certainty::High => "high",
-        }
-    }
-}
-
-/// How sure a finding is, and the observations that make it so (`"confidence"` in JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Confidence {
-    /// The level.
-    pub level: Certainty,
-    /// One short sentence per observation for or against the verdict.
-    pub because: Vec<String>,
-}
-
-impl Confidence {
-    /// A level with its reasons.
-    pub fn new(level: Certainty, because: Vec<String>) -> Confidence {
-        Confidence { level, because }
-    }
-
-    /// The kernel counted the event itself (a counter moved, a queue is over its limit).
-    pub fn counted(why: impl Into<String>) -> Confidence {
-        Confidence::new(Certainty::High, vec![why.into()])
-    }
-}
 
 fn srtt_us(s: &Socket) -> Option<u32> {
     s.tcp.as_ref()?.info.rtt_us().filter(|&r| r > 0)

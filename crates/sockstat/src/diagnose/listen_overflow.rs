@@ -63,7 +63,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("tcp_syncookies", input.ctx.sysctls.tcp_syncookies);
         out.push(Finding {
             zone: None,
-            rule: RuleId::ListenOverflow,
+            rule: Some(RuleId::ListenOverflow),
+            code: RuleId::ListenOverflow.id(),
+            subject: Subject::Namespace,
             severity: if counted {
                 Severity::Critical
             } else {
@@ -111,7 +113,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("somaxconn", somaxconn);
         out.push(Finding {
             zone: None,
-            rule: RuleId::ListenOverflow,
+            rule: Some(RuleId::ListenOverflow),
+            code: RuleId::ListenOverflow.id(),
+            subject: Subject::Namespace,
             severity: Severity::Warning,
             socket: None,
             summary: format!(
@@ -158,7 +162,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("tcp_syncookies", input.ctx.sysctls.tcp_syncookies);
         out.push(Finding {
             zone: None,
-            rule: RuleId::ListenOverflow,
+            rule: Some(RuleId::ListenOverflow),
+            code: RuleId::ListenOverflow.id(),
+            subject: Subject::Namespace,
             severity: Severity::Warning,
             socket: None,
             summary: format!(
@@ -199,7 +205,7 @@ mod tests {
     fn experiment_i_queue_over_the_backlog() {
         let f = run(vec![listener(3, 2)], vec![listener(3, 2)], &ctx());
         assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].rule, RuleId::ListenOverflow);
+        assert_eq!(f[0].rule, Some(RuleId::ListenOverflow));
         assert!(f[0].summary.contains("pid 100 (app)"), "{}", f[0].summary);
         assert_eq!(ev(&f[0], "accept_queue"), 3.0);
     }

@@ -95,7 +95,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
     };
     vec![Finding {
         zone: None,
-        rule: RuleId::MemoryPressure,
+        rule: Some(RuleId::MemoryPressure),
+        code: RuleId::MemoryPressure.id(),
+        subject: Subject::Namespace,
         severity,
         socket: None,
         summary: format!(
@@ -169,7 +171,7 @@ mod tests {
             5,
         )]));
         let f = evaluate(&b, &a, &ctx());
-        assert_eq!(f[0].rule, RuleId::MemoryPressure);
+        assert_eq!(f[0].rule, Some(RuleId::MemoryPressure));
         assert_eq!(ev(&f[0], "memory_pressures_delta"), 1.0);
     }
 }

@@ -40,13 +40,14 @@ use serde_json::Value;
 
 #[cfg(test)]
 use crate::counters::CounterSet;
+use crate::finding::Subject;
+pub use crate::finding::{Certainty, Confidence, Evidence, Finding, OwnerRef, RuleId, SocketRef};
 use crate::model::tcp::TcpInfo;
 pub use crate::model::Severity;
 use crate::model::{Endpoint, Proto, Snapshot, Socket, State, Warning, WarningCode};
 pub use crate::sample::{Sample, ZoneSample};
 pub use crate::sysctl::Sysctls;
 use crate::text::fmt;
-pub use interval::{Certainty, Confidence};
 pub use retransmissions::{MeasuredConnects, SLOW_CONNECT_US};
 
 /// A connection is "active" when it was busy sending (any chronograph running) for at least
@@ -71,78 +72,6 @@ pub const SLOW_PATH_RTT_US: u32 = 10_000;
 /// A ceiling below this share of the known bandwidth is critical
 /// (doc/reference/calibration.md#common-thresholds).
 pub const CRITICAL_BANDWIDTH_SHARE: f64 = 0.5;
-
-/// The rules, by the id used in JSON (`"rule"`) and in doc/diagnose.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum RuleId {
-    /// R1: the send buffer caps throughput.
-    SendBufferLimited,
-    /// R2b/R2c: the peer's receive window caps throughput.
-    ReceiveWindowLimited,
-    /// R2a: no window scaling, window capped at 64 KiB.
-    WindowScalingMissing,
-    /// R4: the local receive buffer is fixed (SO_RCVBUF) or cannot grow.
-    ReceiveBufferLocked,
-    /// R3: an application does not read (zero window, Recv-Q full).
-    ReceiverNotReading,
-    /// R5: delayed ACKs inflate a request/response connection's latency.
-    DelayedAck,
-    /// R6: global TCP memory pressure.
-    MemoryPressure,
-    /// R7: ephemeral ports running out, TIME-WAIT accumulation.
-    EphemeralPorts,
-    /// R8: SYNs for tuples still in TIME-WAIT are rejected.
-    TimewaitSynRejected,
-    /// R9: accept queue or SYN queue overflow.
-    ListenOverflow,
-    /// R10: retransmissions, RTO recovery, black holes.
-    Retransmissions,
-    /// R11: connections the peer closed pile up in CLOSE_WAIT, never closed by their process.
-    CloseWait,
-}
-
-impl RuleId {
-    /// Every rule, in documentation order.
-    pub const ALL: [RuleId; 12] = [
-        RuleId::SendBufferLimited,
-        RuleId::ReceiveWindowLimited,
-        RuleId::WindowScalingMissing,
-        RuleId::ReceiveBufferLocked,
-        RuleId::ReceiverNotReading,
-        RuleId::DelayedAck,
-        RuleId::MemoryPressure,
-        RuleId::EphemeralPorts,
-        RuleId::TimewaitSynRejected,
-        RuleId::ListenOverflow,
-        RuleId::Retransmissions,
-        RuleId::CloseWait,
-    ];
-
-    /// The id used in JSON.
-    pub fn id(self) -> &'static str {
-        match self {
-            RuleId::SendBufferLimited => "send-buffer-limited",
-            RuleId::ReceiveWindowLimited => "receive-window-limited",
-            RuleId::WindowScalingMissing => "window-scaling-missing",
-            RuleId::ReceiveBufferLocked => "receive-buffer-locked",
-            RuleId::ReceiverNotReading => "receiver-not-reading",
-            RuleId::DelayedAck => "delayed-ack",
-            RuleId::MemoryPressure => "memory-pressure",
-            RuleId::EphemeralPorts => "ephemeral-ports",
-            RuleId::TimewaitSynRejected => "timewait-syn-rejected",
-            RuleId::ListenOverflow => "listen-overflow",
-            RuleId::Retransmissions => "retransmissions",
-            RuleId::CloseWait => "close-wait",
-        }
-    }
-}
-
-impl Serialize for RuleId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.id())
-    }
-}
 
 /// An exact buffer-lock reading (`SO_BUF_LOCK` through `pidfd_getfd`, doc/reference/linux.md#exact-locks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,149 +98,6 @@ pub struct Context {
     /// The zone's connects measured from connection events over the interval (root), which R10
     /// judges instead of, and beside, the handshakes caught in SYN-SENT.
     pub connects: Option<MeasuredConnects>,
-}
-
-/// The connection a finding is about.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct SocketRef {
-    /// Socket inode.
-    pub id: Option<u64>,
-    /// Kernel socket cookie (decimal string in JSON, as in the listing).
-    #[serde(serialize_with = "cookie_str")]
-    pub cookie: Option<u64>,
-    /// Kernel state.
-    pub state: State,
-    /// Local end.
-    pub local: Endpoint,
-    /// Remote end.
-    pub remote: Option<Endpoint>,
-    /// Every (process, fd) holding it, with the command name when known.
-    pub owners: Vec<OwnerRef>,
-}
-
-fn cookie_str<S: serde::Serializer>(c: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-    match c {
-        Some(c) => s.serialize_str(&c.to_string()),
-        None => s.serialize_none(),
-    }
-}
-
-/// One holder of the socket a finding names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct OwnerRef {
-    /// Process id.
-    pub pid: u32,
-    /// File descriptor.
-    pub fd: u32,
-    /// Command name (untrusted: sanitize before showing on a terminal).
-    pub command: Option<String>,
-}
-
-impl SocketRef {
-    fn of(s: &Socket, snap: &Snapshot) -> SocketRef {
-        SocketRef {
-            id: s.id,
-            cookie: s.cookie,
-            state: s.state,
-            local: s.local.clone(),
-            remote: s.remote.clone(),
-            owners: s
-                .owners
-                .iter()
-                .map(|o| OwnerRef {
-                    pid: o.pid,
-                    fd: o.fd,
-                    command: snap
-                        .process(o.pid)
-                        .and_then(|p| p.command.as_ref())
-                        .map(|c| c.to_string_lossy().into_owned()),
-                })
-                .collect(),
-        }
-    }
-}
-
-/// Numbers that support a finding, in the order they were added; names carry units.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Evidence(pub Vec<(&'static str, Value)>);
-
-impl Evidence {
-    /// Adds a value (skipped when `None`).
-    pub fn put(&mut self, name: &'static str, v: impl Into<Option<Value>>) -> &mut Self {
-        if let Some(v) = v.into() {
-            self.0.push((name, v));
-        }
-        self
-    }
-
-    /// Adds an integer.
-    pub fn int(&mut self, name: &'static str, v: impl Into<Option<u64>>) -> &mut Self {
-        self.put(name, v.into().map(Value::from))
-    }
-
-    /// Adds a rate or share, rounded to something readable.
-    pub fn num(&mut self, name: &'static str, v: impl Into<Option<f64>>) -> &mut Self {
-        let v = v.into().filter(|x| x.is_finite()).map(|x| {
-            if x.abs() >= 100.0 {
-                Value::from(x.round() as i64)
-            } else {
-                Value::from((x * 1000.0).round() / 1000.0)
-            }
-        });
-        self.put(name, v)
-    }
-
-    /// Adds a string.
-    pub fn text(&mut self, name: &'static str, v: impl Into<String>) -> &mut Self {
-        self.put(name, Some(Value::from(v.into())))
-    }
-
-    /// A value by name.
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-}
-
-impl Serialize for Evidence {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
-/// One verdict: the rule, how bad, which connection (or `None` for the host), what was seen,
-/// and what to change.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct Finding {
-    /// The rule.
-    pub rule: RuleId,
-    /// How bad.
-    pub severity: Severity,
-    /// The connection, or `None` for a host- or namespace-wide finding.
-    pub socket: Option<SocketRef>,
-    /// The verdict in one sentence.
-    pub summary: String,
-    /// The numbers behind it.
-    pub evidence: Evidence,
-    /// The concrete change.
-    pub advice: String,
-    /// How many connections (or handshakes) share this one cause: 1 for a finding about one
-    /// connection, more when one cause shows on several (they are then one finding); `None`
-    /// for a namespace-wide finding.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub count: Option<u64>,
-    /// How sure the verdict is, and why.
-    pub confidence: Confidence,
-    /// The zone (network namespace) it was found in, with `-z`/`-Z`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub zone: Option<crate::zone::Zone>,
 }
 
 /// What a diagnosis returns: the findings, most severe first, and what could not be seen.
@@ -980,7 +766,9 @@ pub(crate) fn core_mem_max_finding(
         .int(ev_advised, target);
     Some(Finding {
         zone: None,
-        rule,
+        rule: Some(rule),
+        code: rule.id(),
+        subject: Subject::Namespace,
         severity: Severity::Info,
         socket: None,
         summary: format!(
@@ -1078,7 +866,7 @@ mod tests {
             ),
         ] {
             let f = core_mem_max_finding(rule, dir, 212_992, bdp, 1e7, "a:1 -> b:2").unwrap();
-            assert_eq!((f.rule, f.severity), (rule, Severity::Info));
+            assert_eq!((f.rule, f.severity), (Some(rule), Severity::Info));
             assert!(
                 f.summary.contains(&format!("net.core.{name}")) && f.summary.contains(opt),
                 "{}",
@@ -1131,7 +919,9 @@ mod tests {
             count: None,
             confidence: Confidence::counted("test"),
             zone: None,
-            rule,
+            rule: Some(rule),
+            code: rule.id(),
+            subject: Subject::Namespace,
             severity,
             socket: None,
             summary: String::new(),
@@ -1145,7 +935,7 @@ mod tests {
             mk(RuleId::SendBufferLimited, Severity::Warning),
         ];
         sort_findings(&mut v);
-        let got: Vec<_> = v.iter().map(|f| (f.severity, f.rule)).collect();
+        let got: Vec<_> = v.iter().map(|f| (f.severity, f.rule.unwrap())).collect();
         assert_eq!(
             got,
             vec![
@@ -1236,7 +1026,7 @@ mod tests {
                                     "{}",
                                     f.summary
                                 );
-                                seen.insert((f.rule, uncertain));
+                                seen.insert((f.rule.unwrap(), uncertain));
                             }
                         }
                     }

@@ -53,7 +53,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
         );
         out.push(Finding {
             zone: None,
-            rule: RuleId::ReceiveBufferLocked,
+            rule: Some(RuleId::ReceiveBufferLocked),
+            code: RuleId::ReceiveBufferLocked.id(),
+            subject: Subject::Namespace,
             severity: Severity::Warning,
             socket: None,
             summary: format!(
@@ -220,7 +222,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     };
     Some(Finding {
         zone: None,
-        rule: RuleId::ReceiveBufferLocked,
+        rule: Some(RuleId::ReceiveBufferLocked),
+        code: RuleId::ReceiveBufferLocked.id(),
+        subject: Subject::Namespace,
         severity: cap_severity(c.bytes_per_sec(), min_us, ctx),
         socket: Some(flow.socket_ref()),
         summary: format!(
@@ -415,7 +419,7 @@ mod tests {
         c.sysctls.tcp_moderate_rcvbuf = Some(0);
         let f = run(vec![], vec![], &c);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, RuleId::ReceiveBufferLocked);
+        assert_eq!(f[0].rule, Some(RuleId::ReceiveBufferLocked));
         assert!(f[0].socket.is_none());
     }
 }

@@ -246,7 +246,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     };
     Some(Finding {
         zone: None,
-        rule,
+        rule: Some(rule),
+        code: rule.id(),
+        subject: Subject::Namespace,
         severity: cap_severity(c.bytes_per_sec(), min_us, ctx),
         socket: Some(flow.socket_ref()),
         summary,
@@ -266,7 +268,9 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
             .int("max_window_bytes", u64::from(MAX_UNSCALED_WINDOW));
         out.push(Finding {
             zone: None,
-            rule: RuleId::WindowScalingMissing,
+            rule: Some(RuleId::WindowScalingMissing),
+            code: RuleId::WindowScalingMissing.id(),
+            subject: Subject::Namespace,
             severity: Severity::Warning,
             socket: None,
             summary: "window scaling is off in this namespace (net.ipv4.tcp_window_scaling=0): \
@@ -309,7 +313,9 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .int("advised_tcp_rmem_max_bytes", target);
             out.push(Finding {
                 zone: None,
-                rule: RuleId::ReceiveWindowLimited,
+                rule: Some(RuleId::ReceiveWindowLimited),
+                code: RuleId::ReceiveWindowLimited.id(),
+                subject: Subject::Namespace,
                 severity: Severity::Warning,
                 socket: None,
                 summary: format!(
@@ -658,7 +664,7 @@ mod tests {
         c.sysctls.tcp_window_scaling = Some(0);
         let f = run(vec![], vec![], &c);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, RuleId::WindowScalingMissing);
+        assert_eq!(f[0].rule, Some(RuleId::WindowScalingMissing));
         assert!(f[0].socket.is_none());
         c.sysctls.tcp_window_scaling = Some(1);
         assert!(run(vec![], vec![], &c).is_empty());

@@ -94,7 +94,9 @@ fn sender_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     }
     Some(Finding {
         zone: None,
-        rule: RuleId::ReceiverNotReading,
+        rule: Some(RuleId::ReceiverNotReading),
+        code: RuleId::ReceiverNotReading.id(),
+        subject: Subject::Namespace,
         severity: if unanswered {
             Severity::Critical
         } else {
@@ -164,7 +166,9 @@ fn receiver_side(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     };
     Some(Finding {
         zone: None,
-        rule: RuleId::ReceiverNotReading,
+        rule: Some(RuleId::ReceiverNotReading),
+        code: RuleId::ReceiverNotReading.id(),
+        subject: Subject::Namespace,
         severity: if dropping {
             Severity::Critical
         } else {
@@ -214,7 +218,7 @@ mod tests {
             .queues(0, 407_000);
         let f = run(vec![b.clone().build(1)], vec![b.clone().build(1)], &ctx());
         assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].rule, RuleId::ReceiverNotReading);
+        assert_eq!(f[0].rule, Some(RuleId::ReceiverNotReading));
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(ev(&f[0], "send_q_bytes"), 407_000.0);
         assert!(

@@ -143,7 +143,9 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
             .int("out_segs_delta", input.counter_delta("Tcp", "OutSegs"));
         out.push(Finding {
             zone: None,
-            rule: RuleId::Retransmissions,
+            rule: Some(RuleId::Retransmissions),
+            code: RuleId::Retransmissions.id(),
+            subject: Subject::Namespace,
             severity: Severity::Critical,
             socket: None,
             summary: format!(
@@ -345,7 +347,9 @@ fn group_finding(mut g: Vec<Trouble<'_>>, snap: &Snapshot, input: &Input<'_>) ->
         let who = owner_of(t.socket, snap);
         return Finding {
             zone: None,
-            rule: RuleId::Retransmissions,
+            rule: Some(RuleId::Retransmissions),
+            code: RuleId::Retransmissions.id(),
+            subject: Subject::Namespace,
             severity,
             socket: Some(SocketRef::of(t.socket, snap)),
             summary: format!("{}{who}: {}", fmt::connection(t.socket), t.what.join("; ")),
@@ -445,7 +449,9 @@ fn group_finding(mut g: Vec<Trouble<'_>>, snap: &Snapshot, input: &Input<'_>) ->
     }
     Finding {
         zone: None,
-        rule: RuleId::Retransmissions,
+        rule: Some(RuleId::Retransmissions),
+        code: RuleId::Retransmissions.id(),
+        subject: Subject::Namespace,
         severity,
         socket: None,
         summary: format!(
@@ -761,7 +767,9 @@ impl MeasuredConnects {
             .int("pending_syn_sent", pending);
         Some(Finding {
             zone: None,
-            rule: RuleId::Retransmissions,
+            rule: Some(RuleId::Retransmissions),
+            code: RuleId::Retransmissions.id(),
+            subject: Subject::Namespace,
             severity: if share >= SLOW_CONNECT_CRITICAL {
                 Severity::Critical
             } else {

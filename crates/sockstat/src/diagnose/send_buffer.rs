@@ -200,7 +200,9 @@ fn flow_check(flow: &Flow<'_>, input: &Input<'_>) -> Option<Finding> {
     let (summary, advice) = words(flow, &m, bw, bdp, ctx);
     Some(Finding {
         zone: None,
-        rule: RuleId::SendBufferLimited,
+        rule: Some(RuleId::SendBufferLimited),
+        code: RuleId::SendBufferLimited.id(),
+        subject: Subject::Namespace,
         severity: if m.escaped {
             Severity::Warning
         } else {
@@ -619,7 +621,9 @@ fn host_check(input: &Input<'_>) -> Vec<Finding> {
                 .int("advised_tcp_wmem_max_bytes", target);
             out.push(Finding {
                 zone: None,
-                rule: RuleId::SendBufferLimited,
+                rule: Some(RuleId::SendBufferLimited),
+                code: RuleId::SendBufferLimited.id(),
+                subject: Subject::Namespace,
                 severity: Severity::Warning,
                 socket: None,
                 summary: format!(

@@ -361,7 +361,7 @@ pub fn run(before: Vec<Socket>, after: Vec<Socket>, ctx: &Context) -> Vec<Findin
 
 /// Only the findings of one rule.
 pub fn only(f: Vec<Finding>, rule: RuleId) -> Vec<Finding> {
-    f.into_iter().filter(|x| x.rule == rule).collect()
+    f.into_iter().filter(|x| x.rule == Some(rule)).collect()
 }
 
 /// An evidence number.

@@ -12,66 +12,25 @@
 //! The verdict is the port report's ([`crate::ports`]), so `sockstat ports` says the same.
 
 use super::*;
-use crate::ports::{self, Subject};
 
 /// Runs R8: the port report's `time-wait-syn-rejects` finding (one analysis for `sockstat
-/// ports`, the exporter and this rule), with its counters as evidence.
+/// ports`, the exporter and this rule), with the SYN retransmits the diagnosis measured over
+/// the same interval added to its evidence.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let r = input.ports();
-    let Some(f) = r
+    let Some(f) = input
+        .ports()
         .findings
         .iter()
-        .find(|f| f.code == "time-wait-syn-rejects")
+        .find(|f| f.rule == Some(RuleId::TimewaitSynRejected))
     else {
         return vec![];
     };
-    let rejects = ports::syn_rejects(r);
-    let busiest = match f.subject {
-        Subject::Server(i) => r.servers.get(i),
-        _ => None,
-    };
-    let mut ev = Evidence::default();
-    ev.num("interval_s", input.ctx.interval_s)
-        .put(
-            "paws_timewait_delta",
-            rejects.paws_timewait.map(Value::from),
-        )
-        .put(
-            "ack_skipped_timewait_delta",
-            rejects.ack_skipped_timewait.map(Value::from),
-        )
-        .put("paws_estab_delta", rejects.paws_estab.map(Value::from))
-        .int(
-            "server_time_wait",
-            r.servers
-                .iter()
-                .map(|s| u64::from(s.time_wait))
-                .sum::<u64>(),
-        )
-        .int("busiest_port", busiest.map(|s| u64::from(s.local_port)))
-        .int(
-            "busiest_port_time_wait",
-            busiest.map(|s| u64::from(s.time_wait)),
-        )
-        .int("tcp_timestamps", input.ctx.sysctls.tcp_timestamps)
-        .int(
-            "syn_retrans_delta",
-            input.counter_delta("TcpExt", "TCPSynRetrans"),
-        );
-    vec![Finding {
-        zone: None,
-        rule: RuleId::TimewaitSynRejected,
-        severity: f.level,
-        socket: None,
-        summary: f.message.clone(),
-        evidence: ev,
-        advice: f.advice.clone().unwrap_or_default(),
-        count: None,
-        confidence: Confidence::counted(
-            "the kernel counted the SYNs it refused for TIME-WAIT tuples (PAWSTimewait, \
-             TCPACKSkippedTimeWait)",
-        ),
-    }]
+    let mut f = f.clone();
+    f.evidence.int(
+        "syn_retrans_delta",
+        input.counter_delta("TcpExt", "TCPSynRetrans"),
+    );
+    vec![f]
 }
 
 #[cfg(test)]
@@ -106,7 +65,7 @@ mod tests {
         ]));
         let f = evaluate(&b, &a, &ctx());
         assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].rule, RuleId::TimewaitSynRejected);
+        assert_eq!(f[0].rule, Some(RuleId::TimewaitSynRejected));
         assert_eq!(ev(&f[0], "busiest_port"), 80.0);
         assert_eq!(ev(&f[0], "busiest_port_time_wait"), 2.0);
     }

@@ -1,11 +1,164 @@
 //! What a [`PortsReport`] says: its findings (R7, R8 and the TIME-WAIT rules), their advice
 //! and the commands they print, and the SYN rejects counted in TIME-WAIT.
 
+use serde_json::Value;
+
 use super::SynRejects;
 
-use super::{Finding, PortsReport, Settings, Subject, TIME_WAIT_S};
+use super::{PortsReport, Settings, TIME_WAIT_S};
+use crate::finding::{Confidence, Evidence, Finding, RuleId, Subject};
 use crate::model::Severity;
 use crate::text::fmt;
+
+/// The port findings that are R7's, `ephemeral-ports` (the diagnosis reports them as its own,
+/// with the finding's code as the evidence's `finding`).
+const R7_CODES: [&str; 6] = [
+    "no-ephemeral-ports",
+    "ephemeral-ports-critical",
+    "ephemeral-ports-warning",
+    "ephemeral-ports-rate",
+    "time-wait-overflow",
+    "time-wait-buckets",
+];
+
+/// The port finding that is R8's, `timewait-syn-rejected`.
+const R8_CODE: &str = "time-wait-syn-rejects";
+
+/// A finding of the report: its rule (R7, R8 or none), the numbers behind it and how sure it is.
+fn finding(
+    r: &PortsReport,
+    code: &'static str,
+    severity: Severity,
+    summary: String,
+    advice: String,
+    subject: Subject,
+) -> Finding {
+    let (rule, evidence, confidence) = if R7_CODES.contains(&code) {
+        (
+            Some(RuleId::EphemeralPorts),
+            exhaustion_evidence(r, code, subject),
+            Confidence::counted(
+                "every socket of the group, TIME-WAIT included, holds one of the range's ports",
+            ),
+        )
+    } else if code == R8_CODE {
+        (
+            Some(RuleId::TimewaitSynRejected),
+            syn_reject_evidence(r, subject),
+            Confidence::counted(
+                "the kernel counted the SYNs it refused for TIME-WAIT tuples (PAWSTimewait, \
+                 TCPACKSkippedTimeWait)",
+            ),
+        )
+    } else {
+        let mut ev = Evidence::default();
+        ev.text("finding", code)
+            .int(
+                "server_time_wait",
+                r.servers
+                    .iter()
+                    .map(|s| u64::from(s.time_wait))
+                    .sum::<u64>(),
+            )
+            .int("listening_ports", r.servers.len() as u64)
+            .put(
+                "tw_recycled_delta",
+                r.time_wait.recycled_delta.map(Value::from),
+            )
+            .int("tcp_tw_reuse", r.settings.tcp_tw_reuse)
+            .int("tcp_timestamps", r.settings.tcp_timestamps);
+        (
+            None,
+            ev,
+            Confidence::counted("the kernel's own table and counters"),
+        )
+    };
+    Finding {
+        rule,
+        code,
+        severity,
+        socket: None,
+        subject,
+        summary,
+        evidence,
+        advice,
+        count: None,
+        confidence,
+        zone: r.zone.clone(),
+    }
+}
+
+/// R7's numbers: the destination's use of the range, the range, the TIME-WAIT table.
+fn exhaustion_evidence(r: &PortsReport, code: &str, subject: Subject) -> Evidence {
+    let mut ev = Evidence::default();
+    ev.text("finding", code);
+    if let Subject::Destination(i) = subject {
+        let d = &r.destinations[i];
+        ev.text("source", d.local_address.to_string())
+            .text(
+                "destination",
+                fmt::inet(d.remote_address, d.remote_port).to_string(),
+            )
+            .int("ports_in_use", u64::from(d.count))
+            .int("time_wait", u64::from(d.time_wait))
+            .num("usage_share", d.usage)
+            .num("new_time_wait_per_sec", d.new_time_wait_per_s);
+    }
+    ev.int("usable_ports", u64::from(r.range.usable))
+        .int("reserved_ports", u64::from(r.range.reserved))
+        .text("port_range", format!("{}-{}", r.range.low, r.range.high))
+        .num(
+            "sustainable_connections_per_sec",
+            r.range.sustainable_rate_per_s,
+        )
+        .int("time_wait_total", r.time_wait.count)
+        .int("tcp_max_tw_buckets", r.time_wait.max_buckets)
+        .num("time_wait_created_per_sec", r.time_wait.new_per_s)
+        .put(
+            "time_wait_overflow_delta",
+            r.time_wait.overflow_delta.map(Value::from),
+        )
+        .put(
+            "tw_recycled_delta",
+            r.time_wait.recycled_delta.map(Value::from),
+        )
+        .int("tcp_tw_reuse", r.settings.tcp_tw_reuse);
+    ev
+}
+
+/// R8's numbers: the reject counters over the interval and the busiest listening port.
+fn syn_reject_evidence(r: &PortsReport, subject: Subject) -> Evidence {
+    let rejects = syn_rejects(r);
+    let busiest = match subject {
+        Subject::Server(i) => r.servers.get(i),
+        _ => None,
+    };
+    let mut ev = Evidence::default();
+    ev.num("interval_s", r.interval_s)
+        .put(
+            "paws_timewait_delta",
+            rejects.paws_timewait.map(Value::from),
+        )
+        .put(
+            "ack_skipped_timewait_delta",
+            rejects.ack_skipped_timewait.map(Value::from),
+        )
+        .put("paws_estab_delta", rejects.paws_estab.map(Value::from))
+        .int(
+            "server_time_wait",
+            r.servers
+                .iter()
+                .map(|s| u64::from(s.time_wait))
+                .sum::<u64>(),
+        )
+        .int("busiest_port", busiest.map(|s| u64::from(s.local_port)))
+        .int(
+            "busiest_port_time_wait",
+            busiest.map(|s| u64::from(s.time_wait)),
+        )
+        .int("tcp_timestamps", r.settings.tcp_timestamps);
+    ev
+}
 
 pub(super) fn secs(ms: u32) -> String {
     format!("{}", ms.div_ceil(1000))
@@ -29,21 +182,19 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
     let mut out = Vec::new();
     let n = r.range.usable;
     if n == 0 {
-        out.push(Finding {
-            code: "no-ephemeral-ports",
-            level: Severity::Critical,
-            message: format!(
+        out.push(finding(
+            r,
+            "no-ephemeral-ports",
+            Severity::Critical,
+            format!(
                 "the ephemeral range {}-{} has no usable port ({} reserved): every connect() \
                  without bind() fails with EADDRNOTAVAIL",
                 r.range.low, r.range.high, r.range.reserved
             ),
-            advice: Some(
-                "widen net.ipv4.ip_local_port_range or shrink net.ipv4.ip_local_reserved_ports"
-                    .into(),
-            ),
-            details: vec![],
-            subject: Subject::Namespace,
-        });
+            "widen net.ipv4.ip_local_port_range or shrink net.ipv4.ip_local_reserved_ports"
+                .to_string(),
+            Subject::Namespace,
+        ));
     }
     for (i, d) in r.destinations.iter().enumerate() {
         let Some(level) = d.level else { continue };
@@ -59,10 +210,11 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
             ),
             None => String::new(),
         };
-        out.push(Finding {
+        out.push(finding(
+            r,
             code,
             level,
-            message: format!(
+            format!(
                 "client {} -> {} uses {} of {} ephemeral ports ({:.0}%, {} in TIME-WAIT{left}). \
                  At {:.1} new connections/s x {TIME_WAIT_S} s TIME-WAIT the range is exhausted, \
                  and connect() fails with EADDRNOTAVAIL; no kernel counter counts that failure",
@@ -74,7 +226,7 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
                 d.time_wait,
                 r.range.sustainable_rate_per_s
             ),
-            advice: Some(match level {
+            match level {
                 Severity::Critical if d.time_wait > 0 => format!(
                     "{}; to free the {} ports held in TIME-WAIT now (Linux 6.0+): {}",
                     exhaustion_advice(r),
@@ -89,20 +241,20 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
                     )
                 ),
                 _ => exhaustion_advice(r),
-            }),
-            details: vec![],
-            subject: Subject::Destination(i),
-        });
+            },
+            Subject::Destination(i),
+        ));
     }
     for (i, d) in r.destinations.iter().enumerate() {
         let (Some(rate), Some(_)) = (d.new_time_wait_per_s, r.interval_s) else {
             continue;
         };
         if d.level.is_none() && rate > r.range.sustainable_rate_per_s && n > 0 {
-            out.push(Finding {
-                code: "ephemeral-ports-rate",
-                level: Severity::Warning,
-                message: format!(
+            out.push(finding(
+                r,
+                "ephemeral-ports-rate",
+                Severity::Warning,
+                format!(
                     "client {} -> {} opens {:.1} connections/s that end in TIME-WAIT, more than \
                      the {:.1}/s its {} ports sustain: the range runs out in about {:.0} s",
                     d.local_address,
@@ -112,17 +264,17 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
                     n,
                     f64::from(n.saturating_sub(d.count)) / (rate - r.range.sustainable_rate_per_s)
                 ),
-                advice: Some(exhaustion_advice(r)),
-                details: vec![],
-                subject: Subject::Destination(i),
-            });
+                exhaustion_advice(r),
+                Subject::Destination(i),
+            ));
         }
     }
     if let Some(o) = r.time_wait.overflow_delta.filter(|o| *o > 0) {
-        out.push(Finding {
-            code: "time-wait-overflow",
-            level: Severity::Critical,
-            message: format!(
+        out.push(finding(
+            r,
+            "time-wait-overflow",
+            Severity::Critical,
+            format!(
                 "TIME-WAIT table full: {o} connections were closed without TIME-WAIT protection \
                  (TcpExt.TCPTimeWaitOverflow; {} entries, tcp_max_tw_buckets {})",
                 r.time_wait.count,
@@ -130,29 +282,26 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
                     .max_buckets
                     .map_or("unknown".into(), |m| m.to_string())
             ),
-            advice: Some(
-                "raise net.ipv4.tcp_max_tw_buckets, or open fewer short connections (keep-alive, \
+            "raise net.ipv4.tcp_max_tw_buckets, or open fewer short connections (keep-alive, \
                  pooling)"
-                    .into(),
-            ),
-            details: vec![],
-            subject: Subject::Namespace,
-        });
+                .into(),
+            Subject::Namespace,
+        ));
     } else if let Some(u) = r.time_wait.usage.filter(|u| *u >= 0.8) {
-        out.push(Finding {
-            code: "time-wait-buckets",
-            level: Severity::Warning,
-            message: format!(
+        out.push(finding(
+            r,
+            "time-wait-buckets",
+            Severity::Warning,
+            format!(
                 "{} TIME-WAIT entries use {:.0}% of tcp_max_tw_buckets ({}); past it, connections \
                  close without TIME-WAIT protection",
                 r.time_wait.count,
                 u * 100.0,
                 r.time_wait.max_buckets.unwrap_or(0)
             ),
-            advice: Some("raise net.ipv4.tcp_max_tw_buckets, or use keep-alive".into()),
-            details: vec![],
-            subject: Subject::Namespace,
-        });
+            "raise net.ipv4.tcp_max_tw_buckets, or use keep-alive".to_string(),
+            Subject::Namespace,
+        ));
     }
     let server_tw: u32 = r.servers.iter().map(|s| s.time_wait).sum();
     let rejects = syn_rejects(r);
@@ -166,35 +315,34 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
             ),
             None => String::new(),
         };
-        out.push(Finding {
-            code: "time-wait-syn-rejects",
-            level: Severity::Warning,
-            message: format!(
+        out.push(finding(
+            r,
+            "time-wait-syn-rejects",
+            Severity::Warning,
+            format!(
                 "SYNs arrived for connections this host still holds in TIME-WAIT and were \
                  rejected ({}){busiest}: those clients' connect() stalls for a SYN retransmit \
                  (1 s, 3 s, 7 s)",
                 rejects.text()
             ),
-            advice: Some(
-                "clients reuse source ports while this server still holds them in TIME-WAIT (the \
+            "clients reuse source ports while this server still holds them in TIME-WAIT (the \
                  server closes first): keep TCP timestamps on at both ends \
                  (net.ipv4.tcp_timestamps=1) so a newer SYN is accepted; let clients close \
                  first; use keep-alive or pooling; or widen the clients' port range so ports \
                  come back less often"
-                    .into(),
-            ),
-            details: vec![],
-            subject: if r.servers.is_empty() {
+                .into(),
+            if r.servers.is_empty() {
                 Subject::Namespace
             } else {
                 Subject::Server(0)
             },
-        });
+        ));
     } else if server_tw > 0 && r.interval_s.is_none() {
-        out.push(Finding {
-            code: "server-time-wait",
-            level: Severity::Info,
-            message: format!(
+        out.push(finding(
+            r,
+            "server-time-wait",
+            Severity::Info,
+            format!(
                 "{server_tw} TIME-WAIT {} on {} (the server closed first); a client that \
                  reuses one of those ports within 60 s may have its SYN rejected",
                 if server_tw == 1 {
@@ -207,28 +355,25 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
                     n => format!("{n} listening ports"),
                 }
             ),
-            advice: Some(
-                "run with --interval SECONDS to see the PAWS and TIME-WAIT ACK counters".into(),
-            ),
-            details: vec![],
-            subject: Subject::Namespace,
-        });
+            "run with --interval SECONDS to see the PAWS and TIME-WAIT ACK counters".into(),
+            Subject::Namespace,
+        ));
     }
     if let Some(d) = r.time_wait.recycled_delta.filter(|d| *d > 0) {
-        out.push(Finding {
-            code: "time-wait-reused",
-            level: Severity::Info,
-            message: format!(
+        out.push(finding(
+            r,
+            "time-wait-reused",
+            Severity::Info,
+            format!(
                 "connect() reused a port still in TIME-WAIT {d} times during the interval \
                  (TcpExt.TWRecycled; {})",
                 reuse_text(&r.settings)
             ),
-            advice: None,
-            details: vec![],
-            subject: Subject::Namespace,
-        });
+            String::new(),
+            Subject::Namespace,
+        ));
     }
-    out.sort_by_key(|f| std::cmp::Reverse(f.level));
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }
 

@@ -15,6 +15,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::counters::CounterSet;
+pub use crate::finding::{Finding, Subject};
 use crate::model::{Severity, Snapshot};
 use crate::query::{PortSet, Query};
 use crate::sysctl::Sysctls;
@@ -249,44 +250,6 @@ pub struct CounterDelta {
     pub counter: String,
     /// The rise over the interval (`None`: the counter went backwards).
     pub delta: Option<i64>,
-}
-
-/// What a [`Finding`] is about, so that other views (the diagnosis's R7 and R8) can take its
-/// numbers from the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Subject {
-    /// The namespace (the range, the TIME-WAIT table, the counters).
-    #[default]
-    Namespace,
-    /// `destinations[i]`.
-    Destination(usize),
-    /// `servers[i]`.
-    Server(usize),
-}
-
-/// Something the report found, with what to do about it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct Finding {
-    /// Stable code: `ephemeral-ports-critical`, `ephemeral-ports-warning`,
-    /// `ephemeral-ports-rate`, `no-ephemeral-ports`, `time-wait-buckets`, `time-wait-overflow`,
-    /// `time-wait-syn-rejects`, `time-wait-reused`, `server-time-wait`, or a collection
-    /// warning's code.
-    pub code: &'static str,
-    /// How serious.
-    pub level: Severity,
-    /// What was seen.
-    pub message: String,
-    /// What to do.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advice: Option<String>,
-    /// Details (shown with `-v`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<String>,
-    /// What it is about.
-    #[serde(skip)]
-    pub subject: Subject,
 }
 
 /// The whole report.

@@ -125,7 +125,7 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
             out,
             "{} {}  {}",
             severity_label(f.severity, opts.color),
-            f.rule.id(),
+            f.code,
             target
         )?;
         writeln!(out, "  {}", clean(&f.summary))?;
@@ -170,6 +170,7 @@ pub fn write_text(r: &Report, opts: &Options, out: &mut dyn Write) -> io::Result
 mod tests {
     use super::*;
     use crate::diagnose::{Confidence, Evidence, OwnerRef, RuleId, SocketRef};
+    use crate::finding::Subject;
     use crate::model::{Endpoint, State};
 
     fn report() -> Report {
@@ -179,7 +180,9 @@ mod tests {
         Report {
             findings: vec![Finding {
                 zone: None,
-                rule: RuleId::SendBufferLimited,
+                rule: Some(RuleId::SendBufferLimited),
+                code: RuleId::SendBufferLimited.id(),
+                subject: Subject::Namespace,
                 severity: Severity::Critical,
                 socket: Some(SocketRef {
                     id: Some(5),

@@ -489,8 +489,9 @@ fn write_findings(
             Some(fz) => z.sample.zone.as_ref() == Some(fz),
             None => input.is_own(z.sample),
         });
-        if let Some(i) = at {
-            *by.entry((labels[i].as_ref(), f.rule, f.severity))
+        // Every diagnosis finding is of a rule; a port finding of none is not a diagnosis's.
+        if let (Some(i), Some(rule)) = (at, f.rule) {
+            *by.entry((labels[i].as_ref(), rule, f.severity))
                 .or_default() += 1;
         }
     }
@@ -633,6 +634,7 @@ pub fn write_self(m: &SelfMetrics, out: &mut impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::finding::Subject;
     use crate::model::{Family, Owner, OwnersStatus, Process, RawString, SockType};
 
     fn sock(proto: Proto, state: State, addr: &str, port: u16, q: (u32, u32)) -> Socket {
@@ -741,7 +743,9 @@ mod tests {
 
     fn finding(rule: RuleId, severity: Severity, zone: Option<Zone>) -> Finding {
         Finding {
-            rule,
+            rule: Some(rule),
+            code: rule.id(),
+            subject: Subject::Namespace,
             severity,
             socket: None,
             summary: String::new(),

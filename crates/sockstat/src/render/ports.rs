@@ -270,24 +270,19 @@ pub fn write_table(r: &PortsReport, opts: &Options, out: &mut dyn Write) -> io::
         writeln!(out)?;
     }
     for w in &r.findings {
-        let label = w.level.name();
-        let color = match w.level {
+        let label = w.severity.name();
+        let color = match w.severity {
             Severity::Critical => RED,
             Severity::Warning => YELLOW,
             Severity::Info => "",
         };
         if opts.color && !color.is_empty() {
-            writeln!(out, "{color}{label}{RESET}: {}", w.message)?;
+            writeln!(out, "{color}{label}{RESET}: {}", w.summary)?;
         } else {
-            writeln!(out, "{label}: {}", w.message)?;
+            writeln!(out, "{label}: {}", w.summary)?;
         }
-        if let Some(a) = &w.advice {
-            writeln!(out, "  fix: {a}")?;
-        }
-        if opts.verbose {
-            for d in &w.details {
-                writeln!(out, "  {d}")?;
-            }
+        if !w.advice.is_empty() {
+            writeln!(out, "  fix: {}", w.advice)?;
         }
     }
     Ok(())
@@ -309,10 +304,10 @@ struct JsonFinding<'a> {
 fn json_findings<'a>(findings: &'a [Finding], gathering: &'a [Warning]) -> Vec<JsonFinding<'a>> {
     let found = findings.iter().map(|f| JsonFinding {
         code: f.code,
-        level: f.level,
-        message: &f.message,
-        advice: f.advice.as_deref(),
-        details: &f.details,
+        level: f.severity,
+        message: &f.summary,
+        advice: Some(f.advice.as_str()).filter(|a| !a.is_empty()),
+        details: &[],
     });
     let seen = gathering.iter().map(|w| JsonFinding {
         code: w.code.name(),

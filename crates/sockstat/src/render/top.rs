@@ -158,7 +158,7 @@ pub fn cells(report: &Report, row: &Row, zoned: bool) -> Vec<String> {
     let f: Vec<&str> = row
         .findings
         .iter()
-        .map(|&i| report.findings[i].rule.id())
+        .map(|&i| report.findings[i].code)
         .collect();
     c.push(if f.is_empty() {
         "-".into()
@@ -243,7 +243,7 @@ pub fn summary(report: &Report, group: &Group) -> Vec<String> {
         l.push(format!(
             "{} {}: {}",
             super::diagnose::severity_label(f.severity, false).trim_end(),
-            f.rule.id(),
+            f.code,
             for_terminal(f.summary.as_bytes())
         ));
     }
@@ -435,7 +435,7 @@ pub fn row_json(report: &Report, row: &Row) -> Value {
         "findings".into(),
         row.findings
             .iter()
-            .map(|&i| Value::from(report.findings[i].rule.id()))
+            .map(|&i| Value::from(report.findings[i].code))
             .collect::<Vec<_>>()
             .into(),
     );

@@ -134,7 +134,7 @@ fn read_locks(report: &Report, opts: &mut Options) -> Vec<String> {
     for f in &report.findings {
         if !matches!(
             f.rule,
-            RuleId::SendBufferLimited | RuleId::ReceiveBufferLocked
+            Some(RuleId::SendBufferLimited | RuleId::ReceiveBufferLocked)
         ) {
             continue;
         }
