@@ -484,6 +484,21 @@ impl ConnectedTo {
     }
 }
 
+impl Selection {
+    /// Applies `from`'s filters on a socket's two ends, and no other of its filters: loopback
+    /// (`-L`), ports (`-p`, `--sport`, `--dport`) and addresses (`--src`, `--dst`). What a
+    /// report over a wider gathering (`sockstat ports`, which samples every TCP socket of the
+    /// zones) keeps of the selection the user asked for.
+    pub fn take_ends(&mut self, from: &Selection) {
+        self.no_loopback = from.no_loopback;
+        self.ports = from.ports.clone();
+        self.sport = from.sport.clone();
+        self.dport = from.dport.clone();
+        self.src = from.src;
+        self.dst = from.dst;
+    }
+}
+
 impl Default for Selection {
     fn default() -> Selection {
         Selection {
@@ -882,6 +897,31 @@ pub fn fuzz_filters(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn take_ends_copies_the_ends_and_nothing_else() {
+        let mut from = Selection {
+            no_loopback: true,
+            ports: Some(PortSet::parse("80").unwrap()),
+            sport: Some(PortSet::parse("1000-2000").unwrap()),
+            dport: Some(PortSet::parse("443").unwrap()),
+            src: Some("192.0.2.0/24".parse().unwrap()),
+            dst: Some("2001:db8::/32".parse().unwrap()),
+            ..Selection::default()
+        };
+        from.listening = true;
+        from.states = Some(vec![State::Established]);
+        from.pids = Some(vec![1]);
+        let mut s = Selection::default();
+        s.take_ends(&from);
+        assert!(s.no_loopback);
+        assert_eq!(s.ports.as_ref().unwrap().ranges(), &[(80, 80)]);
+        assert_eq!(s.sport.as_ref().unwrap().ranges(), &[(1000, 2000)]);
+        assert_eq!(s.dport.as_ref().unwrap().ranges(), &[(443, 443)]);
+        assert_eq!(s.src, from.src);
+        assert_eq!(s.dst, from.dst);
+        assert!(!s.listening && s.states.is_none() && s.pids.is_none());
+    }
 
     #[test]
     fn ports_parse_lists_and_ranges() {

@@ -38,16 +38,10 @@ fn gathering(asked: &Query) -> Query {
     q
 }
 
-/// What is reported of it: `asked`'s ends (`-L`, `-p`, `--sport`, `--dport`, `--src`,
-/// `--dst`).
+/// What is reported of it: `asked`'s ends ([`crate::query::Selection::take_ends`]).
 fn selection(gathered: &Query, asked: &Query) -> Query {
     let mut q = gathered.clone();
-    q.select.no_loopback = asked.select.no_loopback;
-    q.select.ports = asked.select.ports.clone();
-    q.select.sport = asked.select.sport.clone();
-    q.select.dport = asked.select.dport.clone();
-    q.select.src = asked.select.src;
-    q.select.dst = asked.select.dst;
+    q.select.take_ends(&asked.select);
     q
 }
 
