@@ -308,7 +308,8 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
         &mut r,
         "DATA SOURCES",
         &[
-            "Sockets come from the kernel's sock_diag netlink interface, one dump per family and protocol, \
+            "Sockets come from the kernel's sock_diag netlink interface, one dump per family and protocol \
+             (TCP of both families in one), \
              with state, port and address filters applied in the kernel. Any family whose dump fails is read \
              from /proc/net text instead (raw sockets always are on kernels without the raw diag module); \
              --source proc forces the text path; a column the text does not give (unix uids, peers and \

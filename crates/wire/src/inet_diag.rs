@@ -37,6 +37,18 @@ pub const IPPROTO_MPTCP: u16 = 262;
 
 /// Size of `struct inet_diag_req_v2`.
 pub const INET_DIAG_REQ_V2_LEN: usize = 56;
+
+/// `TCPDIAG_GETSOCK` (`include/uapi/linux/inet_diag.h`): the request type of inet_diag's first
+/// interface, still served (`inet_diag_rcv_msg_compat` in `net/ipv4/inet_diag.c`). Its dump
+/// asks with `sdiag_family = AF_UNSPEC`, so the kernel walks its TCP tables once for both
+/// families, where `SOCK_DIAG_BY_FAMILY` walks them once per family; the replies carry this
+/// type and each socket's own family.
+pub const TCPDIAG_GETSOCK: u16 = 18;
+
+/// `sizeof(struct inet_diag_req)`, the request of [`TCPDIAG_GETSOCK`]: family, source and
+/// destination prefix lengths, `idiag_ext`, the 48-byte `inet_diag_sockid`, `idiag_states`,
+/// `idiag_dbs`.
+pub const INET_DIAG_REQ_LEN: usize = 60;
 /// Size of `struct inet_diag_msg`.
 pub const INET_DIAG_MSG_LEN: usize = 72;
 
@@ -221,6 +233,42 @@ impl InetDiagReq {
     /// `protocol > 255`.
     pub fn encode(&self, seq: u32) -> Vec<u8> {
         encode_request(seq, &self.encode_body())
+    }
+
+    /// The [`TCPDIAG_GETSOCK`] message: TCP sockets of both families in one dump. `nlmsghdr`
+    /// (`TCPDIAG_GETSOCK`, `NLM_F_REQUEST|NLM_F_DUMP`), the 60-byte `struct inet_diag_req`
+    /// (family 0, `idiag_ext`, the ports, `idiag_states`), then `INET_DIAG_REQ_BYTECODE` if
+    /// any. `family`, `protocol` and `raw_protocol` are not sent: the message type says TCP.
+    pub fn encode_tcp_both_families(&self, seq: u32) -> Vec<u8> {
+        let mut b = Vec::with_capacity(
+            INET_DIAG_REQ_LEN + self.bytecode.as_ref().map_or(0, |p| p.len() + 4),
+        );
+        // idiag_family (AF_UNSPEC is what the kernel asks anyway), src_len, dst_len, ext.
+        b.extend_from_slice(&[0, 0, 0, self.ext]);
+        b.extend_from_slice(&self.sport.to_be_bytes());
+        b.extend_from_slice(&self.dport.to_be_bytes());
+        b.extend_from_slice(&[0u8; 32]);
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        b.extend_from_slice(&self.states.to_ne_bytes());
+        // idiag_dbs: unused.
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        debug_assert_eq!(b.len(), INET_DIAG_REQ_LEN);
+        if let Some(prog) = &self.bytecode {
+            let fits = push_attr(&mut b, req_attr::BYTECODE, prog);
+            debug_assert!(
+                fits,
+                "bytecode of {} bytes does not fit nla_len",
+                prog.len()
+            );
+        }
+        netlink::encode_message(
+            TCPDIAG_GETSOCK,
+            netlink::NLM_F_REQUEST | netlink::NLM_F_DUMP,
+            seq,
+            &b,
+        )
     }
 }
 
@@ -425,6 +473,38 @@ pub fn decode_msg(payload: &[u8]) -> Result<InetDiagMsg<'_>, DecodeError> {
 mod tests {
     use super::*;
     use crate::netlink::{classify, messages, Control};
+
+    #[test]
+    fn tcp_both_families_request_layout() {
+        let r = InetDiagReq {
+            family: AF_INET6,
+            protocol: IPPROTO_TCP,
+            ext: ext::INFO | ext::SKMEMINFO,
+            raw_protocol: 0,
+            states: 0x0fff,
+            sport: 0x1234,
+            dport: 0x0050,
+            bytecode: Some(vec![0, 4, 8, 0]),
+        };
+        let b = r.encode_tcp_both_families(7);
+        let m = messages(&b).next().unwrap().unwrap();
+        assert_eq!(m.ty, TCPDIAG_GETSOCK);
+        assert_eq!(m.flags, netlink::NLM_F_REQUEST | netlink::NLM_F_DUMP);
+        assert_eq!(m.seq, 7);
+        let p = m.payload;
+        assert_eq!(p.len(), 60 + 8);
+        // Family 0 (both), no prefix lengths, the extensions.
+        assert_eq!(&p[..4], &[0, 0, 0, ext::INFO | ext::SKMEMINFO]);
+        // inet_diag_sockid: ports big-endian, then 32 bytes of addresses, the interface and
+        // INET_DIAG_NOCOOKIE.
+        assert_eq!(&p[4..8], &[0x12, 0x34, 0x00, 0x50]);
+        assert_eq!(&p[8..40], &[0u8; 32]);
+        assert_eq!(&p[44..52], &[0xff; 8]);
+        assert_eq!(&p[52..56], &0x0fffu32.to_ne_bytes());
+        assert_eq!(&p[56..60], &[0; 4]);
+        let attrs: Vec<_> = netlink::attrs(&p[60..]).collect::<Result<_, _>>().unwrap();
+        assert_eq!(attrs, vec![(1, &[0u8, 4, 8, 0][..])]);
+    }
 
     #[test]
     fn request_layout() {

@@ -52,7 +52,7 @@ pub(super) fn census_target(
             t.seq() + 100,
             &Ask {
                 states: match t {
-                    Target::Inet(..) => !State::TimeWait.kernel_mask(),
+                    Target::Inet(..) | Target::TcpBothFamilies => !State::TimeWait.kernel_mask(),
                     _ => u32::MAX,
                 },
                 ext: 0,
@@ -65,7 +65,7 @@ pub(super) fn census_target(
         let start = out.len();
         let result = netlink::dump(transport, &t.key(), &request, |payload, _| {
             let inode = match t {
-                Target::Inet(..) => inet_diag::decode_msg(payload)?.inode,
+                Target::Inet(..) | Target::TcpBothFamilies => inet_diag::decode_msg(payload)?.inode,
                 Target::Unix => unix_diag::decode_msg(payload)?.inode,
                 Target::Packet => packet_diag::decode_msg(payload)?.inode,
                 Target::Netlink => netlink_diag::decode_msg(payload)?.inode,

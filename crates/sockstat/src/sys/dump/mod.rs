@@ -1,4 +1,5 @@
-//! Gathering the socket table: one sock_diag dump per (family, protocol), with the query's state
+//! Gathering the socket table: one sock_diag dump per (family, protocol), TCP of both families
+//! in one when both are wanted ([`plan::Target::TcpBothFamilies`]), with the query's state
 //! mask and port/address filters pushed into the kernel request, and `/proc/net/*` text as the
 //! fallback for any family whose dump fails (or for all of them with `Source::Proc`).
 //!
@@ -15,7 +16,7 @@ use sockstat_wire::inet_diag::{self};
 use sockstat_wire::{netlink_diag, packet_diag, unix_diag};
 
 use crate::error::Error;
-use crate::model::{Endpoint, Proto, Socket, State, UnixName, Warning, WarningCode};
+use crate::model::{Endpoint, Family, Proto, Socket, State, UnixName, Warning, WarningCode};
 use crate::query::{Query, Source};
 use crate::sys::netlink::{self, DumpError, Transport};
 
@@ -30,7 +31,7 @@ pub(crate) use columns::column_warnings;
 pub(crate) use convert::{
     socket_from_inet, socket_from_netlink, socket_from_packet, socket_from_unix,
 };
-use plan::{filter_program, proc_only, targets, Ask, Target};
+use plan::{both_tcp_families, filter_program, proc_only, targets, Ask, Target};
 use procnet::from_proc_net;
 
 const AF_INET: u8 = 2;
@@ -149,10 +150,10 @@ impl<'a> Dumps<'a> {
         if matches!(q.gather.source, Source::Replay(_)) || q.gather.record_netlink.is_some() {
             return None;
         }
-        let targets = targets(q);
+        let targets = both_tcp_families(targets(q));
         let mut order: Vec<usize> = (0..targets.len()).collect();
         order.sort_by_key(|&i| match targets[i] {
-            Target::Inet(Proto::Tcp, _) => 0,
+            Target::Inet(Proto::Tcp, _) | Target::TcpBothFamilies => 0,
             Target::Unix => 1,
             _ => 2,
         });
@@ -475,6 +476,20 @@ fn gather_target(
         return Ok(());
     }
     let from_proc = q.gather.source == Source::Proc || proc_only(t);
+    if t == Target::TcpBothFamilies {
+        if !from_proc {
+            let mut seen: FxHashSet<u64> = FxHashSet::default();
+            if dump_target(transport, q, t, ext, program, t.seq(), g, &mut seen).is_ok() {
+                return Ok(());
+            }
+        }
+        // Each family apart, as any other target: its dump, or /proc/net with a warning.
+        for family in [Family::Inet, Family::Inet6] {
+            let part = Target::Inet(Proto::Tcp, family);
+            gather_target(q, part, ext, program, net_dir, transport, g)?;
+        }
+        return Ok(());
+    }
     if !from_proc {
         // Cookies seen in this dump: a socket that moved in the kernel's table while it was
         // walked can be met twice.
@@ -547,10 +562,7 @@ fn dump_target(
         let request = t.request(
             seq,
             &Ask {
-                states: q.kernel_states(match t {
-                    Target::Inet(proto, _) => proto,
-                    _ => Proto::Unix,
-                }),
+                states: q.kernel_states(t.inet_proto().unwrap_or(Proto::Unix)),
                 ext,
                 bytecode: program.filter(|_| use_program),
                 unix_show: if q.unix_names_needed() {
@@ -575,7 +587,8 @@ fn dump_target(
         let mut dup = 0usize;
         let result = netlink::dump(transport, &key, &request, |payload, received| {
             let s = match t {
-                Target::Inet(proto, _) => {
+                Target::Inet(..) | Target::TcpBothFamilies => {
+                    let proto = t.inet_proto().unwrap_or(Proto::Tcp);
                     let mut s = socket_from_inet(&inet_diag::decode_msg(payload)?, proto);
                     if let Some(tcp) = s.tcp.as_mut() {
                         tcp.read_at = Some(received);
@@ -666,7 +679,89 @@ pub fn fill_unix_peer_names(sockets: &mut [Socket]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Family, SockType};
+    use crate::model::SockType;
+
+    #[test]
+    fn tcp_of_both_families_is_one_dump_in_the_first_ones_place() {
+        let mut q = Query::new();
+        q.select.protos = Some(vec![Proto::Tcp, Proto::Udp]);
+        assert_eq!(
+            both_tcp_families(targets(&q)),
+            vec![
+                Target::TcpBothFamilies,
+                Target::Inet(Proto::Udp, Family::Inet),
+                Target::Inet(Proto::Udp, Family::Inet6),
+            ]
+        );
+        // One family: its own dump, as before.
+        q.select.families.inet6 = false;
+        assert_eq!(
+            both_tcp_families(targets(&q)),
+            vec![
+                Target::Inet(Proto::Tcp, Family::Inet),
+                Target::Inet(Proto::Udp, Family::Inet),
+            ]
+        );
+    }
+
+    /// The one dump finds what the two dumps of the families find (a listener of each family,
+    /// a connection over each): the same sockets, by cookie.
+    #[test]
+    fn one_dump_of_both_tcp_families_finds_what_two_find() {
+        use std::net::{TcpListener, TcpStream};
+        let l4 = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c4 = TcpStream::connect(l4.local_addr().unwrap()).unwrap();
+        let Ok(l6) = TcpListener::bind("[::1]:0") else {
+            eprintln!("SKIPPED: no IPv6 loopback");
+            return;
+        };
+        let c6 = TcpStream::connect(l6.local_addr().unwrap()).unwrap();
+        let ports = [
+            l4.local_addr().unwrap().port(),
+            l6.local_addr().unwrap().port(),
+        ];
+        let mut q = Query::new();
+        q.select.protos = Some(vec![Proto::Tcp]);
+        q.select.ports =
+            Some(crate::query::PortSet::parse(&format!("{},{}", ports[0], ports[1])).unwrap());
+        let program = filter_program(&q);
+        let cookies = |targets: &[Target]| {
+            let mut g = Gathered::default();
+            let mut transport = netlink::Kernel::default();
+            for &t in targets {
+                let mut seen = FxHashSet::default();
+                dump_target(
+                    &mut transport,
+                    &q,
+                    t,
+                    0,
+                    program.as_deref(),
+                    t.seq(),
+                    &mut g,
+                    &mut seen,
+                )
+                .unwrap();
+            }
+            let mut c: Vec<(Option<u64>, Family)> =
+                g.sockets.iter().map(|s| (s.cookie, s.family)).collect();
+            c.sort();
+            c
+        };
+        let one = cookies(&[Target::TcpBothFamilies]);
+        let two = cookies(&[
+            Target::Inet(Proto::Tcp, Family::Inet),
+            Target::Inet(Proto::Tcp, Family::Inet6),
+        ]);
+        // Two listeners, two clients, two accepted: six, three of each family.
+        assert_eq!(one.len(), 6, "{one:?}");
+        assert_eq!(
+            one.iter().filter(|c| c.1 == Family::Inet6).count(),
+            3,
+            "{one:?}"
+        );
+        assert_eq!(one, two);
+        drop((c4, c6));
+    }
 
     fn part(ids: std::ops::Range<u64>) -> Gathered {
         Gathered {

@@ -79,6 +79,8 @@ pub(super) fn from_proc_net(q: &Query, t: Target, net: &Path, g: &mut Gathered) 
         let before = g.sockets.len();
         let bad = match t {
             Target::Inet(proto, family) => read_proc_inet(&text, proto, family, g),
+            // No file of its own (`proc_file`): `gather_target` reads each family's instead.
+            Target::TcpBothFamilies => 0,
             Target::Unix => read_proc_unix(&text, g),
             Target::Packet => read_proc_packet(&text, g),
             Target::Netlink => read_proc_netlink(&text, g),
