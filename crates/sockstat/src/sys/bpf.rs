@@ -297,6 +297,56 @@ pub fn iter_open(link: &OwnedFd) -> io::Result<OwnedFd> {
     a.call_fd(ITER_CREATE)
 }
 
+/// Where the kernel publishes its own BTF (`CONFIG_DEBUG_INFO_BTF`).
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The kernel's own BTF, which every program here is assembled from (the owner scan's
+/// iterator, the connection events, the drop counter): the one place it is read. Through
+/// `bpf(2)` in one copy where these privileges allow (`BPF_BTF_GET_FD_BY_ID` needs
+/// CAP_SYS_ADMIN), else from [`VMLINUX_BTF`] (which the kernel serves a page per `read`).
+pub fn kernel_btf() -> io::Result<Vec<u8>> {
+    let size = std::fs::metadata(VMLINUX_BTF)?.len() as usize;
+    if let Some(data) = vmlinux_btf(size) {
+        return Ok(data);
+    }
+    let mut data = Vec::with_capacity(size + 1);
+    std::io::Read::read_to_end(&mut std::fs::File::open(VMLINUX_BTF)?, &mut data)?;
+    Ok(data)
+}
+
+/// Why a probe cannot be loaded when [`kernel_btf`] fails, in one sentence.
+pub fn btf_unreadable(e: &io::Error) -> String {
+    format!("cannot read {VMLINUX_BTF}: {e} (the kernel must be built with CONFIG_DEBUG_INFO_BTF)")
+}
+
+/// The kernel's own BTF (`vmlinux`, BTF id 1 on every kernel so far, checked by name)
+/// copied out in one `BPF_OBJ_GET_INFO_BY_FD`; `None` when that is not allowed or does not
+/// give a whole `vmlinux` of `size` bytes (the caller then reads the sysfs file).
+fn vmlinux_btf(size: usize) -> Option<Vec<u8>> {
+    let mut id = 0u32;
+    // The first few ids: vmlinux comes before any module's BTF.
+    for _ in 0..4 {
+        id = btf_next_id(id).ok()?;
+        let fd = btf_open(id).ok()?;
+        let mut data = vec![0u8; size];
+        let mut name = [0u8; 16];
+        // struct bpf_btf_info: btf (u64) @0, btf_size @8, id @12, name (u64) @16,
+        // name_len @24, kernel_btf @28.
+        let mut info = [0u64; 4];
+        info[0] = data.as_mut_ptr() as u64;
+        info[1] = size as u64;
+        info[2] = name.as_mut_ptr() as u64;
+        info[3] = name.len() as u64;
+        obj_info(&fd, &mut info).ok()?;
+        let got = (info[1] & 0xffff_ffff) as usize;
+        let kernel = (info[3] >> 32) as u32 == 1;
+        if kernel && name.starts_with(b"vmlinux\0") {
+            return (got == size).then_some(data);
+        }
+    }
+    None
+}
+
 /// The id of the kernel BTF object after `id` (the first with 0).
 pub fn btf_next_id(id: u32) -> io::Result<u32> {
     let mut a = Attr::new();

@@ -12,7 +12,6 @@ use sockstat_wire::skb_drops::{self, Key, Layout, KEY_LEN};
 use sockstat_wire::tcp_events::{COUNTERS_LEN, DROPS_UNCOUNTED};
 
 use super::bpf::{self, MapSpec, ProgSpec};
-use super::taskfile::VMLINUX_BTF;
 use super::tcp_events::Unavailable;
 use crate::events::drops::{DropCount, Drops, PortFrom};
 
@@ -47,14 +46,12 @@ impl DropCounter {
     /// Loads and attaches the program.
     pub fn start() -> Result<DropCounter, Unavailable> {
         let t0 = Instant::now();
-        let data = std::fs::read(VMLINUX_BTF).map_err(|e| Unavailable {
-            message: format!(
-                "cannot read {VMLINUX_BTF}: {e} (the kernel must be built with CONFIG_DEBUG_INFO_BTF)"
-            ),
+        let data = super::bpf::kernel_btf().map_err(|e| Unavailable {
+            message: super::bpf::btf_unreadable(&e),
             privilege: false,
         })?;
         let btf = Btf::parse(&data).map_err(|e| Unavailable {
-            message: format!("{VMLINUX_BTF}: {e}"),
+            message: format!("{}: {e}", super::bpf::VMLINUX_BTF),
             privilege: false,
         })?;
         let layout = Layout::from_btf(&btf).map_err(|message| Unavailable {

@@ -15,8 +15,7 @@ use std::os::fd::AsRawFd;
 
 use crate::error::{ErrorKind, SysError};
 
-/// Where the kernel publishes its own BTF.
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub use super::bpf::VMLINUX_BTF;
 
 /// Which tasks the owner scan's iterators walk.
 #[derive(Debug, Clone, Copy)]
@@ -189,7 +188,8 @@ fn layout() -> Result<(sockstat_wire::task_file::Layout, bool), SysError> {
 fn from_btf() -> Result<sockstat_wire::task_file::Layout, SysError> {
     use sockstat_wire::btf::Btf;
     use sockstat_wire::task_file::Layout;
-    let data = super::timing::phase("BTF read", kernel_btf)?;
+    let data = super::timing::phase("BTF read", super::bpf::kernel_btf)
+        .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?;
     super::timing::phase("BTF parse and layout", || {
         let btf = Btf::parse(&data)
             .map_err(|e| SysError::other(VMLINUX_BTF, ErrorKind::Invalid, e.to_string()))?;
@@ -277,27 +277,6 @@ pub mod cache {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-/// The kernel's BTF: through `bpf(2)` in one copy where these privileges allow
-/// (`BPF_BTF_GET_FD_BY_ID` needs CAP_SYS_ADMIN), else read from [`VMLINUX_BTF`] (which the
-/// kernel serves a page per `read`).
-#[cfg(feature = "bpf")]
-fn kernel_btf() -> Result<Vec<u8>, SysError> {
-    let size = std::fs::metadata(VMLINUX_BTF)
-        .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?
-        .len();
-    if let Some(data) = sys::vmlinux_btf(size as usize) {
-        return Ok(data);
-    }
-    let mut data = Vec::with_capacity(size as usize + 1);
-    std::io::Read::read_to_end(
-        &mut std::fs::File::open(VMLINUX_BTF)
-            .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?,
-        &mut data,
-    )
-    .map_err(|e| SysError::new(format!("cannot read {VMLINUX_BTF}"), e))?;
-    Ok(data)
 }
 
 /// Without the `bpf` feature, the scan is never available.
@@ -403,34 +382,6 @@ mod sys {
             bpf::map_update(&map, k, v).map_err(filling)?;
         }
         Ok(map)
-    }
-
-    /// The kernel's own BTF (`vmlinux`, BTF id 1 on every kernel so far, checked by name)
-    /// copied out in one `BPF_OBJ_GET_INFO_BY_FD`; `None` when that is not allowed or does not
-    /// give a whole `vmlinux` of `size` bytes (the caller then reads the sysfs file).
-    pub fn vmlinux_btf(size: usize) -> Option<Vec<u8>> {
-        let mut id = 0u32;
-        // The first few ids: vmlinux comes before any module's BTF.
-        for _ in 0..4 {
-            id = bpf::btf_next_id(id).ok()?;
-            let fd = bpf::btf_open(id).ok()?;
-            let mut data = vec![0u8; size];
-            let mut name = [0u8; 16];
-            // struct bpf_btf_info: btf (u64) @0, btf_size @8, id @12, name (u64) @16,
-            // name_len @24, kernel_btf @28.
-            let mut info = [0u64; 4];
-            info[0] = data.as_mut_ptr() as u64;
-            info[1] = size as u64;
-            info[2] = name.as_mut_ptr() as u64;
-            info[3] = name.len() as u64;
-            bpf::obj_info(&fd, &mut info).ok()?;
-            let got = (info[1] & 0xffff_ffff) as usize;
-            let kernel = (info[3] >> 32) as u32 == 1;
-            if kernel && name.starts_with(b"vmlinux\0") {
-                return (got == size).then_some(data);
-            }
-        }
-        None
     }
 
     /// A link of the iterator program: over every task, or over the threads of process `pid`

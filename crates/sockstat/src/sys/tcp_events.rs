@@ -24,7 +24,6 @@ use sockstat_wire::btf::Btf;
 use sockstat_wire::tcp_events::{self, Layout, Maps, Record, StatePart, COUNTERS_LEN, ENTRY_LEN};
 
 use super::bpf::{self, MapSpec, ProgSpec, ProgStats, RingReader};
-use super::taskfile::VMLINUX_BTF;
 use crate::events::Lost;
 
 /// Size of the ring buffer by default: 16 MiB, about 100,000 records, over a second of 20,000
@@ -101,14 +100,12 @@ pub struct Tracer {
 /// Reads the kernel's BTF and the layout of everything the programs touch, and why accepts
 /// cannot be traced if they cannot.
 pub fn layout() -> Result<(Layout, Option<String>), Unavailable> {
-    let data = std::fs::read(VMLINUX_BTF).map_err(|e| Unavailable {
-        message: format!(
-            "cannot read {VMLINUX_BTF}: {e} (the kernel must be built with CONFIG_DEBUG_INFO_BTF)"
-        ),
+    let data = super::bpf::kernel_btf().map_err(|e| Unavailable {
+        message: super::bpf::btf_unreadable(&e),
         privilege: false,
     })?;
     let btf = Btf::parse(&data).map_err(|e| Unavailable {
-        message: format!("{VMLINUX_BTF}: {e}"),
+        message: format!("{}: {e}", super::bpf::VMLINUX_BTF),
         privilege: false,
     })?;
     Layout::from_btf(&btf).map_err(|message| Unavailable {
