@@ -186,6 +186,30 @@ pub struct InetDiagReq {
 }
 
 impl InetDiagReq {
+    /// `struct inet_diag_sockid`, as both requests carry it: ports `__be16`, addresses zero,
+    /// interface 0, cookie `INET_DIAG_NOCOOKIE`.
+    fn push_sockid(&self, b: &mut Vec<u8>) {
+        b.extend_from_slice(&self.sport.to_be_bytes());
+        b.extend_from_slice(&self.dport.to_be_bytes());
+        b.extend_from_slice(&[0u8; 32]);
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+    }
+
+    /// The filter program as `INET_DIAG_REQ_BYTECODE`, if any. compile() never produces a
+    /// program too long for the 16-bit nla_len, so this cannot drop a filter this crate made.
+    fn push_bytecode(&self, b: &mut Vec<u8>) {
+        if let Some(prog) = &self.bytecode {
+            let fits = push_attr(b, req_attr::BYTECODE, prog);
+            debug_assert!(
+                fits,
+                "bytecode of {} bytes does not fit nla_len",
+                prog.len()
+            );
+        }
+    }
+
     /// The 56-byte `inet_diag_req_v2` followed by the request attributes, without the netlink
     /// header.
     pub fn encode_body(&self) -> Vec<u8> {
@@ -199,24 +223,9 @@ impl InetDiagReq {
         b.push(self.ext);
         b.push(self.raw_protocol);
         b.extend_from_slice(&self.states.to_ne_bytes());
-        // struct inet_diag_sockid: ports are __be16, addresses zero, interface 0.
-        b.extend_from_slice(&self.sport.to_be_bytes());
-        b.extend_from_slice(&self.dport.to_be_bytes());
-        b.extend_from_slice(&[0u8; 32]);
-        b.extend_from_slice(&0u32.to_ne_bytes());
-        b.extend_from_slice(&u32::MAX.to_ne_bytes());
-        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        self.push_sockid(&mut b);
         debug_assert_eq!(b.len(), INET_DIAG_REQ_V2_LEN);
-        if let Some(prog) = &self.bytecode {
-            // compile() never produces a program too long for the 16-bit nla_len, so this
-            // cannot drop a filter produced by this crate.
-            let fits = push_attr(&mut b, req_attr::BYTECODE, prog);
-            debug_assert!(
-                fits,
-                "bytecode of {} bytes does not fit nla_len",
-                prog.len()
-            );
-        }
+        self.push_bytecode(&mut b);
         if self.protocol > 255 {
             push_attr(
                 &mut b,
@@ -245,24 +254,12 @@ impl InetDiagReq {
         );
         // idiag_family (AF_UNSPEC is what the kernel asks anyway), src_len, dst_len, ext.
         b.extend_from_slice(&[0, 0, 0, self.ext]);
-        b.extend_from_slice(&self.sport.to_be_bytes());
-        b.extend_from_slice(&self.dport.to_be_bytes());
-        b.extend_from_slice(&[0u8; 32]);
-        b.extend_from_slice(&0u32.to_ne_bytes());
-        b.extend_from_slice(&u32::MAX.to_ne_bytes());
-        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        self.push_sockid(&mut b);
         b.extend_from_slice(&self.states.to_ne_bytes());
         // idiag_dbs: unused.
         b.extend_from_slice(&0u32.to_ne_bytes());
         debug_assert_eq!(b.len(), INET_DIAG_REQ_LEN);
-        if let Some(prog) = &self.bytecode {
-            let fits = push_attr(&mut b, req_attr::BYTECODE, prog);
-            debug_assert!(
-                fits,
-                "bytecode of {} bytes does not fit nla_len",
-                prog.len()
-            );
-        }
+        self.push_bytecode(&mut b);
         netlink::encode_message(
             TCPDIAG_GETSOCK,
             netlink::NLM_F_REQUEST | netlink::NLM_F_DUMP,

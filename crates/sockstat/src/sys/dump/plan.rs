@@ -70,32 +70,28 @@ impl Target {
     /// The request of this target's dump, numbered `seq`.
     pub(super) fn request(self, seq: u32, ask: &Ask<'_>) -> Vec<u8> {
         match self {
-            Target::Inet(proto, family) => inet_diag::InetDiagReq {
-                family: if family == Family::Inet {
-                    super::AF_INET
+            Target::Inet(..) | Target::TcpBothFamilies => {
+                let proto = self.inet_proto().unwrap_or(Proto::Tcp);
+                let req = inet_diag::InetDiagReq {
+                    // Not sent by the request for both families.
+                    family: match self {
+                        Target::Inet(_, Family::Inet) => super::AF_INET,
+                        _ => super::AF_INET6,
+                    },
+                    protocol: ipproto(proto),
+                    ext: ask.ext,
+                    raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
+                    states: ask.states,
+                    sport: 0,
+                    dport: 0,
+                    bytecode: ask.bytecode.map(<[u8]>::to_vec),
+                };
+                if self == Target::TcpBothFamilies {
+                    req.encode_tcp_both_families(seq)
                 } else {
-                    super::AF_INET6
-                },
-                protocol: ipproto(proto),
-                ext: ask.ext,
-                raw_protocol: if proto == Proto::Raw { 255 } else { 0 },
-                states: ask.states,
-                sport: 0,
-                dport: 0,
-                bytecode: ask.bytecode.map(<[u8]>::to_vec),
+                    req.encode(seq)
+                }
             }
-            .encode(seq),
-            Target::TcpBothFamilies => inet_diag::InetDiagReq {
-                family: 0,
-                protocol: inet_diag::IPPROTO_TCP,
-                ext: ask.ext,
-                raw_protocol: 0,
-                states: ask.states,
-                sport: 0,
-                dport: 0,
-                bytecode: ask.bytecode.map(<[u8]>::to_vec),
-            }
-            .encode_tcp_both_families(seq),
             Target::Unix => unix_diag::UnixDiagReq {
                 states: ask.states,
                 show: ask.unix_show,
