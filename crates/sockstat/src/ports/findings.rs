@@ -53,13 +53,7 @@ fn finding(
     } else {
         let mut ev = Evidence::default();
         ev.text("finding", code)
-            .int(
-                "server_time_wait",
-                r.servers
-                    .iter()
-                    .map(|s| u64::from(s.time_wait))
-                    .sum::<u64>(),
-            )
+            .int("server_time_wait", u64::from(server_time_wait(r)))
             .int("listening_ports", r.servers.len() as u64)
             .put(
                 "tw_recycled_delta",
@@ -86,6 +80,11 @@ fn finding(
         confidence,
         zone: r.zone.clone(),
     }
+}
+
+/// The TIME-WAIT entries on this host's listening ports (the server side).
+fn server_time_wait(r: &PortsReport) -> u32 {
+    r.servers.iter().map(|s| s.time_wait).sum()
 }
 
 /// R7's numbers: the destination's use of the range, the range, the TIME-WAIT table.
@@ -144,13 +143,7 @@ fn syn_reject_evidence(r: &PortsReport, subject: Subject) -> Evidence {
             rejects.ack_skipped_timewait.map(Value::from),
         )
         .put("paws_estab_delta", rejects.paws_estab.map(Value::from))
-        .int(
-            "server_time_wait",
-            r.servers
-                .iter()
-                .map(|s| u64::from(s.time_wait))
-                .sum::<u64>(),
-        )
+        .int("server_time_wait", u64::from(server_time_wait(r)))
         .int("busiest_port", busiest.map(|s| u64::from(s.local_port)))
         .int(
             "busiest_port_time_wait",
@@ -303,7 +296,7 @@ pub(super) fn findings(r: &PortsReport) -> Vec<Finding> {
             Subject::Namespace,
         ));
     }
-    let server_tw: u32 = r.servers.iter().map(|s| s.time_wait).sum();
+    let server_tw = server_time_wait(r);
     let rejects = syn_rejects(r);
     if rejects.fired(server_tw) {
         let busiest = match r.servers.first() {
