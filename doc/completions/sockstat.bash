@@ -697,7 +697,7 @@ _sockstat() {
             return 0
             ;;
         sockstat__subcmd__top)
-            opts="-4 -6 -c -l -L -p -P -j -z -Z -d -b -q -v -h --sport --dport --src --dst --state --pid --user --command --connected-to --no-owners --source --owner-scan --interval --by --sort --batch --count --json --color --help"
+            opts="-4 -6 -c -l -L -p -P -j -z -Z -d -b -q -v -h --sport --dport --src --dst --state --pid --user --command --connected-to --no-owners --source --owner-scan --interval --by --sort --batch --rescan --count --json --color --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -776,6 +776,10 @@ _sockstat() {
                     return 0
                     ;;
                 --sort)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rescan)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

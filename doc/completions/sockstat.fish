@@ -264,6 +264,7 @@ bpf\t'The BPF iterator; where it cannot run, /proc with a warning saying why'"
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -s d -l interval -d 'Seconds between refreshes (fractions allowed); the first rates appear after one' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l by -d 'Rows per process, connection, remote address or local port' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l sort -d 'The column rows are sorted by, largest first: rate, send, recv, conns, retrans, rtt, findings, name' -r
+complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l rescan -d 'The longest the holders found by one walk of every process\'s descriptors are used (0: a walk at every refresh); a socket no walk has seen makes a walk at once' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l count -d 'Stop after N refreshes' -r
 complete -c sockstat -n "__fish_sockstat_using_subcommand top" -l color -d 'When to use colour' -r -f -a "auto\t'Only when standard output is a terminal and `NO_COLOR` is not set'
 always\t'Always'

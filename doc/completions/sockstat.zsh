@@ -313,6 +313,7 @@ bpf\:"The BPF iterator; where it cannot run, /proc with a warning saying why"))'
 '--interval=[Seconds between refreshes (fractions allowed); the first rates appear after one]:SECONDS:_default' \
 '--by=[Rows per process, connection, remote address or local port]:GROUPING:_default' \
 '--sort=[The column rows are sorted by, largest first\: rate, send, recv, conns, retrans, rtt, findings, name]:COLUMN:_default' \
+'--rescan=[The longest the holders found by one walk of every process'\''s descriptors are used (0\: a walk at every refresh); a socket no walk has seen makes a walk at once]:SECONDS:_default' \
 '--count=[Stop after N refreshes]:N:_default' \
 '--color=[When to use colour]:WHEN:((auto\:"Only when standard output is a terminal and \`NO_COLOR\` is not set"
 always\:"Always"

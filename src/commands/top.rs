@@ -28,6 +28,15 @@ fn column(s: &str) -> Result<Column, String> {
     })
 }
 
+fn rescan(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid rescan '{s}': give seconds from 0 (a walk at every refresh) to 86400, like 5 or 0"
+        )),
+    }
+}
+
 /// Flags of `sockstat top`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = concat!("\
@@ -67,6 +76,10 @@ pub struct TopArgs {
     /// Write refreshes to standard output instead of the screen (text as top -b, or --json).
     #[arg(long, short = 'b', help_heading = "Live view")]
     pub batch: bool,
+    /// The longest the holders found by one walk of every process's descriptors are used
+    /// (0: a walk at every refresh); a socket no walk has seen makes a walk at once.
+    #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = rescan, help_heading = "Live view")]
+    pub rescan: f64,
     /// Stop after N refreshes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Live view")]
     pub count: Option<u64>,
@@ -115,6 +128,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let stop = crate::watch::stop_flag()?;
     let mut opts = LiveOptions::default();
     opts.events = true;
+    opts.rescan = Duration::from_secs_f64(a.rescan);
     let live = Live::start(&q, &opts)?;
     if batch {
         self::batch(a, live, &stop)

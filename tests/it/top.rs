@@ -396,6 +396,129 @@ fn groupings_name_the_right_holder() {
     drop(lab.slow);
 }
 
+/// The holders of one walk are used again while no socket appears, each refresh saying how old
+/// they are; a new connection makes a walk at once, so the refresh that first shows it names its
+/// holder. `--rescan 0` walks at every refresh; a bad `--rescan` is refused with status 2.
+#[test]
+fn holders_are_walked_again_when_a_socket_appears() {
+    require_root!("top::holders_are_walked_again_when_a_socket_appears (network namespace)");
+    use std::io::BufRead;
+    let ns = Netns::new();
+    ns.add_addr(&format!("{ADDR}/32"));
+    let rx = Receiver::start(&ns);
+    let to = format!("{ADDR}:{}", rx.port);
+    let spawn =
+        |name: &str| Holder::spawn_in(&ns, &[format!("comm:{name}"), format!("tcp-send:{to}:0")]);
+    let first = spawn("hw-first");
+    let named = |r: &Value, command: &str| {
+        r["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["command"] == command)
+    };
+    let mut child = sockstat(&[
+        "top",
+        "-b",
+        "--json",
+        "--interval",
+        "0.3",
+        "--count",
+        "14",
+        "--rescan",
+        "60",
+    ])
+    .netns(&ns)
+    .command()
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("spawn sockstat top");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut refreshes: Vec<Value> = Vec::new();
+    let mut next = |refreshes: &mut Vec<Value>| -> bool {
+        match lines.next() {
+            Some(Ok(l)) => {
+                let v: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"));
+                validate_against("top.schema.json", &v);
+                refreshes.push(v);
+                true
+            }
+            _ => false,
+        }
+    };
+    // Wait until the receiver's end of hw-first's connection is accepted and walked (it is in
+    // no walk while it waits in the accept queue: no descriptor, no inode).
+    while next(&mut refreshes) {
+        if refreshes.last().unwrap()["totals"]["connections"] == 2 {
+            break;
+        }
+    }
+    for _ in 0..2 {
+        assert!(next(&mut refreshes), "top ended early: {refreshes:?}");
+    }
+    let quiet = &refreshes[refreshes.len() - 2..];
+    for r in quiet {
+        let age = r["holders_age_s"].as_f64();
+        assert!(
+            age.is_some_and(|a| a > 0.0),
+            "nothing appeared: the walk is used again: {r}"
+        );
+        assert!(named(r, "hw-first"), "{r}");
+    }
+    let second = spawn("hw-second");
+    while next(&mut refreshes) {}
+    let st = child.wait().expect("wait for sockstat top");
+    assert!(st.success(), "{st:?}");
+    let at = refreshes
+        .iter()
+        .position(|r| r["totals"]["connections"].as_u64().unwrap_or(0) > 2)
+        .unwrap_or_else(|| panic!("hw-second's connection never showed: {refreshes:?}"));
+    let r = &refreshes[at];
+    assert!(
+        r["holders_age_s"].is_null(),
+        "a new socket makes a walk: {r}"
+    );
+    assert!(
+        named(r, "hw-second"),
+        "the new connection's holder is named at once: {r}"
+    );
+    assert!(
+        refreshes[at + 1..]
+            .iter()
+            .any(|r| r["holders_age_s"].is_f64()),
+        "the walk is used again once nothing new appears: {refreshes:?}"
+    );
+
+    let every = top_json(
+        sockstat(&[
+            "top",
+            "-b",
+            "--json",
+            "--interval",
+            "0.3",
+            "--count",
+            "3",
+            "--rescan",
+            "0",
+        ])
+        .netns(&ns),
+    );
+    assert!(
+        every.iter().all(|r| r["holders_age_s"].is_null()),
+        "{every:?}"
+    );
+
+    let bad = sockstat(&["top", "-b", "--rescan", "soon"]).run();
+    assert_eq!(bad.code, Some(2), "{bad:?}");
+    assert!(
+        bad.stderr.contains("invalid rescan 'soon'"),
+        "{}",
+        bad.stderr
+    );
+    drop((first, second, rx));
+}
+
 /// Short connections: counted from connection events as root; as nobody, the refresh says they
 /// are not, and the rows of root's holders say they are hidden (their rates still shown).
 #[test]

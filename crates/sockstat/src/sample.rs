@@ -64,6 +64,9 @@ pub struct Sample {
     pub warnings: Vec<Warning>,
     /// True when zones were asked for (`-z`/`-Z`): findings and reports then carry their zone.
     pub zoned: bool,
+    /// How old the holders are: `None` when they were found for this sample; else the age of
+    /// the walk the live view kept and used again (doc/top.md, "Holders between walks").
+    pub holders_age: Option<std::time::Duration>,
 }
 
 impl Sample {

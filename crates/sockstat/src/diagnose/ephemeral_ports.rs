@@ -173,6 +173,7 @@ mod tests {
             zones: vec![z.clone()],
             warnings: vec![],
             zoned: false,
+            holders_age: None,
         };
         let ports = crate::ports::analyze_zone(&a, Some(&b), Some(1.0), None);
         let diag = judge(&wrap(&b, 0), &wrap(&a, 1), &Options::default());

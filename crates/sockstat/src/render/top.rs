@@ -200,12 +200,16 @@ fn zone(report: &Report, i: usize) -> String {
 /// The summary lines above the rows: time and interval, totals, and what is not counted.
 pub fn summary(report: &Report, group: &Group) -> Vec<String> {
     let t = &group.totals;
-    let mut l = vec![format!(
+    let mut first = format!(
         "sockstat top - {}, {:.2} s measured, by {}",
         fmt::utc_timestamp(report.time),
         report.interval_s,
         group.by.name()
-    )];
+    );
+    if let Some(age) = report.sample.holders_age {
+        first.push_str(&format!(", holders as of {:.1} s ago", age.as_secs_f64()));
+    }
+    let mut l = vec![first];
     let mut conns = counted(t.connections, "connection", "connections");
     if report.events.unavailable.is_none() {
         conns.push_str(&format!(" ({} opened and closed in the interval)", t.short));
@@ -463,6 +467,7 @@ pub fn refresh_json(report: &Report, group: &Group, opts: &Options) -> Value {
             "time_wait": report.time_wait,
         },
         "short_connections_counted": counted_short,
+        "holders_age_s": report.sample.holders_age.map(|a| (a.as_secs_f64() * 1e3).round() / 1e3),
         "findings": report.findings.iter().map(super::diagnose::finding_json).collect::<Vec<_>>(),
         "warnings": warnings(report, group)
             .iter()

@@ -5,12 +5,14 @@
 //! for and decides none of this.
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 use crate::error::{Error, SysError};
 use crate::join::{self, OwnerIndex, Unseen};
 use crate::model::{counted, Endpoint, OwnersStatus, Snapshot, Socket, Warning, WarningCode};
 use crate::order::sort_sockets;
 use crate::query::{Families, Query, Source};
+use crate::run::holders::HolderCache;
 use crate::sys::{dump, netns, owners, scan_threads, timing, unlisted, users, walk_threads};
 
 /// How a listing finds the holders of its sockets.
@@ -93,17 +95,28 @@ fn unix_peer(s: &Socket) -> Option<u64> {
 /// once the scan is done; for a filtered listing the dump (filtered in the kernel) comes first
 /// and the scan keeps only the holders of the sockets it returned.
 pub fn collect(q: &Query) -> Result<Snapshot, Error> {
-    collect_in(q, netns::select(&q.gather.proc_root, &q.select.zones)?)
+    collect_in(
+        q,
+        netns::select(&q.gather.proc_root, &q.select.zones)?,
+        None,
+    )
 }
 
-/// [`collect`] in zones already selected (`None`: the namespace sockstat runs in).
+/// [`collect`] in zones already selected (`None`: the namespace sockstat runs in), with the
+/// holders of an earlier walk used again when `kept` allows it (`run::holders`; a view's
+/// samples, never a listing).
 pub(crate) fn collect_in(
     q: &Query,
     selected: Option<netns::SelectedZones>,
+    kept: Option<&HolderCache>,
 ) -> Result<Snapshot, Error> {
     timing::begin();
     let ext = q.inet_diag_ext();
     let plan = OwnerPlan::of(q);
+    // Kept walks stand for the walks of every socket (`All`) or of the ones shown (`Shown`),
+    // never beside the sockets no table lists (those are found by the walk itself).
+    let kept = kept
+        .filter(|_| matches!(plan, OwnerPlan::All | OwnerPlan::Shown) && !wants_unlisted(q, plan));
     // A scan beside the dumps (the full listing's, `--pid`'s) takes the dumps left when it is
     // done, rather than a dump thread taking turns with it on the cores from the start: the
     // scan is as long as the dumps at 60k sockets, and a dump thread beside it made it the
@@ -149,9 +162,36 @@ pub(crate) fn collect_in(
             None,
         )
     };
-    let (prepared, scan) = match plan {
-        OwnerPlan::Off => (prepare(), None),
-        OwnerPlan::All | OwnerPlan::Candidates => std::thread::scope(|s| {
+    let (prepared, scan) = match (plan, kept) {
+        (OwnerPlan::Off, _) => (prepare(), None),
+        // The sockets first, then the walk (unless the kept one stands for it): a socket
+        // dumped before the walk began is one the walk found the holders of, if it has any.
+        (_, Some(kept)) => {
+            let prepared = prepare()?;
+            let inodes = shown_inodes(&prepared.0.sockets);
+            let scan = match kept.reuse(&inodes) {
+                Some((scan, refused)) => (Ok(scan), refused),
+                None if inodes.is_empty() => {
+                    kept.keep(&owners::Scan::default(), None, inodes, Instant::now());
+                    (Ok(owners::Scan::default()), None)
+                }
+                None => {
+                    let at = Instant::now();
+                    let wanted = (plan == OwnerPlan::Shown).then_some(&inodes[..]);
+                    let (scan, refused) = timing::phase("owner scan", || {
+                        owners::scan_any(q, scan_threads(), walk_threads(true), wanted)
+                    });
+                    let refused = refused.map(|e| e.to_string());
+                    match &scan {
+                        Ok(s) => kept.keep(s, refused.clone(), inodes, at),
+                        Err(_) => kept.forget(),
+                    }
+                    (scan, refused)
+                }
+            };
+            (Ok(prepared), Some(scan))
+        }
+        (OwnerPlan::All | OwnerPlan::Candidates, None) => std::thread::scope(|s| {
             let scanner = s.spawn(|| {
                 let scan = timing::phase("owner scan", || match plan {
                     // Only the selected processes' fd tables: /proc reads no other (but learns
@@ -168,18 +208,19 @@ pub(crate) fn collect_in(
                 scan
             });
             let prepared = prepare();
-            let scan = scanner.join().unwrap_or_else(|_| panicked());
-            (prepared, Some(scan))
+            let (scan, refused) = scanner.join().unwrap_or_else(|_| panicked());
+            (prepared, Some((scan, refused.map(|e| e.to_string()))))
         }),
-        OwnerPlan::Shown => {
+        (OwnerPlan::Shown, None) => {
             let prepared = prepare()?;
             let wanted = shown_inodes(&prepared.0.sockets);
             let scan = if wanted.is_empty() {
                 (Ok(owners::Scan::default()), None)
             } else {
-                timing::phase("owner scan", || {
+                let (scan, refused) = timing::phase("owner scan", || {
                     owners::scan_any(q, scan_threads(), walk_threads(false), Some(&wanted))
-                })
+                });
+                (scan, refused.map(|e| e.to_string()))
             };
             (Ok(prepared), Some(scan))
         }

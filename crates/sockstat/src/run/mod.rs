@@ -20,6 +20,7 @@ pub mod diagnose;
 pub mod drops;
 pub mod events;
 pub mod exporter;
+pub(crate) mod holders;
 pub mod list;
 pub mod ports;
 pub(crate) mod sampler;

@@ -5,11 +5,13 @@
 //! way and say the same things about what they could not read.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind};
 use crate::model::{counted, Snapshot, Warning, WarningCode};
 use crate::query::Query;
+use crate::run::holders::HolderCache;
 use crate::sample::{Reach, Sample, ZoneSample};
 use crate::sys::counters::{self, CounterRead, ProcPaths};
 use crate::sys::netns::{self, ZoneTarget};
@@ -24,6 +26,8 @@ pub struct Sampler {
     sockets: bool,
     counters: bool,
     sysctls: bool,
+    /// The last walk of the holders, kept for the next sample ([`Sampler::keep_holders`]).
+    holders: Option<Arc<HolderCache>>,
 }
 
 /// What one zone's counter and sysctl files gave.
@@ -40,7 +44,15 @@ impl Sampler {
             sockets: true,
             counters: true,
             sysctls: true,
+            holders: None,
         }
+    }
+
+    /// Whether to keep each walk of the holders for the next samples, for at most `max_age`
+    /// (`run::holders`: the live view's). A listing walks every time.
+    pub(crate) fn keep_holders(mut self, max_age: Duration) -> Sampler {
+        self.holders = (!max_age.is_zero()).then(|| Arc::new(HolderCache::new(max_age)));
+        self
     }
 
     /// Whether to gather sockets (the counter view needs none).
@@ -81,13 +93,14 @@ impl Sampler {
         let mut snapshot = if self.sockets {
             let mut q = q.clone();
             q.select.zones = self.query.select.zones.clone();
-            crate::run::list::collect_in(&q, selected)?
+            crate::run::list::collect_in(&q, selected, self.holders.as_deref())?
         } else {
             Snapshot {
                 warnings: selected.map(|(_, w)| w).unwrap_or_default(),
                 ..Snapshot::default()
             }
         };
+        let holders_age = self.holders.as_ref().and_then(|h| h.last_age());
         let mut warnings = std::mem::take(&mut snapshot.warnings);
         let reads = |p: &ProcPaths| ZoneReads {
             counters: self.counters.then(|| counters::read(p)),
@@ -104,6 +117,7 @@ impl Sampler {
                 zones: vec![zone],
                 warnings,
                 zoned: false,
+                holders_age,
             });
         };
         // The global sysctls are the host's: read once, from this process's namespace.
@@ -138,6 +152,7 @@ impl Sampler {
             zones,
             warnings,
             zoned: true,
+            holders_age,
         })
     }
 }

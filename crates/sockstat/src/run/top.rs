@@ -6,6 +6,7 @@
 //! kernel's event ring never fills) and [`Live::refresh`] when a refresh is due.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::Error;
 use crate::events::{ConnEvent, EventKind, Lost};
@@ -18,7 +19,7 @@ use crate::sample::Sample;
 use crate::top::{measure, Close, EventCoverage, Interval, Report};
 
 /// How the live view samples.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LiveOptions {
     /// Trace connection events (CAP_BPF and CAP_PERFMON, or root) to count the connections
@@ -27,6 +28,23 @@ pub struct LiveOptions {
     pub events: bool,
     /// The path's bottleneck bandwidth for the diagnosis rules (bytes/s), when known.
     pub bandwidth: Option<f64>,
+    /// The longest one walk of every process's descriptors gives the holders (zero: a walk at
+    /// every refresh); a socket no walk has seen makes a new walk at once. Default
+    /// [`RESCAN_DEFAULT`] (doc/top.md, "Holders between walks").
+    pub rescan: Duration,
+}
+
+/// How long the live view uses one walk's holders by default (`sockstat top --rescan`).
+pub const RESCAN_DEFAULT: Duration = Duration::from_secs(5);
+
+impl Default for LiveOptions {
+    fn default() -> LiveOptions {
+        LiveOptions {
+            events: false,
+            bandwidth: None,
+            rescan: RESCAN_DEFAULT,
+        }
+    }
 }
 
 /// The live view's state between refreshes.
@@ -42,6 +60,7 @@ pub struct Live {
     own_zone: Option<String>,
     last: Arc<Sample>,
     how: Diagnosis,
+    rescan: Duration,
 }
 
 impl std::fmt::Debug for Live {
@@ -68,7 +87,7 @@ impl Live {
     /// sample. The first [`Live::refresh`] measures from it.
     pub fn start(query: &Query, opts: &LiveOptions) -> Result<Live, Error> {
         let q = sampling_query(query);
-        let sampler = Sampler::new(&q);
+        let sampler = Sampler::new(&q).keep_holders(opts.rescan);
         let (tracer, untraced) = if opts.events {
             match Tracer::start(false, crate::run::events::RING_BYTES) {
                 Ok(t) => (Some(t), None),
@@ -102,6 +121,7 @@ impl Live {
                 exact_locks: false,
                 connect_events: false,
             },
+            rescan: opts.rescan,
         })
     }
 
@@ -194,7 +214,7 @@ impl Live {
     /// next refresh measures from a new sample.
     pub fn set_query(&mut self, query: &Query) -> Result<(), Error> {
         let q = sampling_query(query);
-        self.sampler = Sampler::new(&q);
+        self.sampler = Sampler::new(&q).keep_holders(self.rescan);
         self.last = Arc::new(self.sampler.sample()?);
         self.query = q;
         self.pending.clear();

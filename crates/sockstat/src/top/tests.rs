@@ -40,6 +40,7 @@ fn sample(taken: Instant, sockets: Vec<Socket>) -> Sample {
         }],
         warnings: vec![],
         zoned: false,
+        holders_age: None,
     }
 }
 

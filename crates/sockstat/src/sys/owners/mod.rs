@@ -58,7 +58,7 @@ use crate::join::HidePid;
 pub use crate::join::Holder;
 
 /// The result of a scan.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Scan {
     /// Every socket fd seen, sorted by inode, then pid, then fd.
     pub holders: Vec<Holder>,
