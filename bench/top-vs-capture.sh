@@ -30,6 +30,11 @@
 # grows with what else runs: by default the run is in a pid namespace of its own, where the
 # flows' six processes are all there is ("host": beside every process of the host).
 # NETHOGS and BANDWHICH name the binaries if they are not on PATH; SOCKSTAT the sockstat binary.
+# The packet tools' cost grows with packets, sockstat's does not: SCALE=N multiplies the three
+# rates by N, and SEGMENTS=mtu makes every packet one MTU-sized segment (gso_max_segs 1 on the
+# veth pair: without it the sender's stack hands the veth 64 KB packets, and a capture sees one
+# packet where a real NIC would send 45), so that a run carries a busy host's packet rate:
+#   SCALE=10 SEGMENTS=mtu sh bench/top-vs-capture.sh 25 veth   # 60 MB/s in ~45,000 packets/s
 set -eu
 ROOT=$(pwd)
 D=${1:-25}
@@ -44,6 +49,11 @@ NH=${NETHOGS:-nethogs}
 BW=${BANDWHICH:-bandwhich}
 PY="$(python3 -c "import sys; print(sys.executable)") $ROOT/bench/top-vs-capture.py"
 case $LINK in veth|lo) ;; *) echo "top-vs-capture: link must be veth or lo, not '$LINK'" >&2; exit 2 ;; esac
+SCALE=${SCALE:-1}
+SEGMENTS=${SEGMENTS:-gso}
+case $SCALE in ''|*[!0-9]*|0) echo "top-vs-capture: SCALE must be a whole number from 1, not '$SCALE'" >&2; exit 2 ;; esac
+case $SEGMENTS in gso|mtu) ;; *) echo "top-vs-capture: SEGMENTS must be gso or mtu, not '$SEGMENTS'" >&2; exit 2 ;; esac
+[ "$SEGMENTS" = mtu ] && [ "$LINK" = lo ] && { echo "top-vs-capture: SEGMENTS=mtu is for veth" >&2; exit 2; }
 for b in "$S" "$NH" "$BW" python3 /usr/bin/time stdbuf timeout chrt; do
   command -v "$b" >/dev/null || { echo "top-vs-capture: $b not found" >&2; exit 2; }
 done
@@ -75,6 +85,10 @@ if [ "$LINK" = veth ]; then
   ip link add "$run-va" netns "$A" type veth peer name "$run-vb" netns "$B"
   ip netns exec "$A" ip addr add 192.0.2.1/24 dev "$run-va"
   ip netns exec "$B" ip addr add 192.0.2.2/24 dev "$run-vb"
+  if [ "$SEGMENTS" = mtu ]; then
+    ip netns exec "$A" ip link set "$run-va" gso_max_segs 1
+    ip netns exec "$B" ip link set "$run-vb" gso_max_segs 1
+  fi
   ip netns exec "$A" ip link set "$run-va" up
   ip netns exec "$B" ip link set "$run-vb" up
   DEV=$run-va; AADDR=192.0.2.1; BADDR=192.0.2.2; NB=$B
@@ -84,9 +98,9 @@ fi
 
 # flow name, port, bytes/s, the namespace of its receiver and of its sender, the address the
 # sender connects to, and the side the tools in $A see (send: its sender is in $A).
-flows="f1 5001 3000000 $NB $A $BADDR send
-f2 5002 1000000 $NB $A $BADDR send
-f3 5003 2000000 $A $NB $AADDR recv"
+flows="f1 5001 $((3000000 * SCALE)) $NB $A $BADDR send
+f2 5002 $((1000000 * SCALE)) $NB $A $BADDR send
+f3 5003 $((2000000 * SCALE)) $A $NB $AADDR recv"
 total=$((3 * (D + 5) + 8))
 echo "$flows" | while read -r name port rate rns sns addr side; do
   PIDFILE=$dir/recv.$name.pid ip netns exec "$rns" chrt -f 10 $PY recv "$port" "$dir/truth.$name" 2> "$dir/recv.$name.err" &

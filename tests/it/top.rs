@@ -405,8 +405,16 @@ fn holders_are_walked_again_when_a_socket_appears() {
     use std::io::BufRead;
     let ns = Netns::new();
     ns.add_addr(&format!("{ADDR}/32"));
-    let rx = Receiver::start(&ns);
-    let to = format!("{ADDR}:{}", rx.port);
+    // A listener that never accepts: its ends of the connections wait in its queue with no
+    // descriptor, so no socket appears but those of the senders this test starts.
+    let listener = Holder::spawn_in(
+        &ns,
+        &[
+            "comm:hw-listen".to_string(),
+            format!("tcp4-listen:{ADDR}:0"),
+        ],
+    );
+    let to = format!("{ADDR}:{}", listener.item(1).socks[0].port());
     let spawn =
         |name: &str| Holder::spawn_in(&ns, &[format!("comm:{name}"), format!("tcp-send:{to}:0")]);
     let first = spawn("hw-first");
@@ -417,23 +425,26 @@ fn holders_are_walked_again_when_a_socket_appears() {
             .iter()
             .any(|x| x["command"] == command)
     };
-    let mut child = sockstat(&[
-        "top",
-        "-b",
-        "--json",
-        "--interval",
-        "0.3",
-        "--count",
-        "14",
-        "--rescan",
-        "60",
-    ])
-    .netns(&ns)
-    .command()
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .expect("spawn sockstat top");
+    let top = |count: &str, rescan: &str| {
+        sockstat(&[
+            "top",
+            "-b",
+            "--json",
+            "--interval",
+            "0.3",
+            "--count",
+            count,
+            "--rescan",
+            rescan,
+        ])
+        .netns(&ns)
+    };
+    let mut child = top("14", "60")
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn sockstat top");
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut refreshes: Vec<Value> = Vec::new();
     let mut next = |refreshes: &mut Vec<Value>| -> bool {
@@ -447,8 +458,7 @@ fn holders_are_walked_again_when_a_socket_appears() {
             _ => false,
         }
     };
-    // Wait until the receiver's end of hw-first's connection is accepted and walked (it is in
-    // no walk while it waits in the accept queue: no descriptor, no inode).
+    // Both ends of hw-first's connection.
     while next(&mut refreshes) {
         if refreshes.last().unwrap()["totals"]["connections"] == 2 {
             break;
@@ -490,20 +500,7 @@ fn holders_are_walked_again_when_a_socket_appears() {
         "the walk is used again once nothing new appears: {refreshes:?}"
     );
 
-    let every = top_json(
-        sockstat(&[
-            "top",
-            "-b",
-            "--json",
-            "--interval",
-            "0.3",
-            "--count",
-            "3",
-            "--rescan",
-            "0",
-        ])
-        .netns(&ns),
-    );
+    let every = top_json(top("3", "0"));
     assert!(
         every.iter().all(|r| r["holders_age_s"].is_null()),
         "{every:?}"
@@ -516,7 +513,7 @@ fn holders_are_walked_again_when_a_socket_appears() {
         "{}",
         bad.stderr
     );
-    drop((first, second, rx));
+    drop((first, second, listener));
 }
 
 /// Short connections: counted from connection events as root; as nobody, the refresh says they
