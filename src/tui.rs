@@ -114,7 +114,7 @@ pub fn run(a: &TopArgs, mut live: Live, stop: &AtomicBool) -> anyhow::Result<Exi
     let interval = Duration::from_secs_f64(a.interval);
     let mut next = Instant::now() + interval;
     let mut dirty = true;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !hung_up() {
         if dirty {
             screen.0.draw(|f| v.draw(f, a.interval))?;
             dirty = false;
@@ -408,6 +408,10 @@ impl View {
                 .map(|(t, _)| format!("  filter: {t}"))
                 .unwrap_or_default()
         ));
+        let head: Vec<String> = head
+            .iter()
+            .flat_map(|l| wrap(l, usize::from(area.width)))
+            .collect();
         let head_h = (head.len() as u16).min(area.height.saturating_sub(3));
         let [top, body, foot] = Layout::vertical([
             Constraint::Length(head_h),
@@ -696,4 +700,85 @@ fn help_text() -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect()
+}
+
+/// True when the terminal hung up (the SSH session or the window closed): the view then ends
+/// as on SIGHUP, which a process outside the terminal's foreground group is not sent.
+fn hung_up() -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let out = io::stdout();
+    let mut fds = [PollFd::new(&out, PollFlags::empty())];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&zero)).is_ok()
+        && fds[0]
+            .revents()
+            .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL)
+}
+
+/// `line` cut at spaces into lines at most `width` columns wide, each after the first indented
+/// by two columns, so that the summary lines are whole on an 80-column terminal; a word wider
+/// than the screen is cut at its edge.
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    const INDENT: &str = "  ";
+    let cols = |s: &str| Line::from(s).width();
+    let width = width.max(INDENT.len() + 1);
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let fresh = |out: &Vec<String>| {
+        if out.is_empty() {
+            String::new()
+        } else {
+            INDENT.to_string()
+        }
+    };
+    for word in line.split(' ') {
+        let empty = cur.trim().is_empty();
+        if !empty && cols(&cur) + 1 + cols(word) > width {
+            out.push(std::mem::take(&mut cur));
+            cur = fresh(&out);
+        } else if !empty {
+            cur.push(' ');
+        }
+        for c in word.chars() {
+            let mut b = [0u8; 4];
+            if !cur.trim().is_empty() && cols(&cur) + cols(c.encode_utf8(&mut b)) > width {
+                out.push(std::mem::take(&mut cur));
+                cur = fresh(&out);
+            }
+            cur.push(c);
+        }
+    }
+    if !cur.trim().is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn summary_lines_wrap_at_spaces_within_the_width() {
+        let l = "7 connections (0 opened and closed in the interval), sending 6.98 MB/s, \
+                 receiving 6.98 MB/s, 0 TIME-WAIT";
+        let w = wrap(l, 80);
+        assert_eq!(
+            w,
+            [
+                "7 connections (0 opened and closed in the interval), sending 6.98 MB/s,",
+                "  receiving 6.98 MB/s, 0 TIME-WAIT",
+            ]
+        );
+        assert_eq!(wrap("short", 80), ["short"]);
+        assert_eq!(wrap("", 80), [""]);
+        // A word wider than the screen is cut at its edge; nothing is lost.
+        let w = wrap("abcdefghij klm", 6);
+        assert_eq!(w, ["abcdef", "  ghij", "  klm"]);
+        assert!(w.iter().all(|l| l.chars().count() <= 6));
+        assert_eq!(wrap("a  b", 80), ["a  b"], "spaces inside a line are kept");
+    }
 }

@@ -624,6 +624,8 @@ struct Pty {
     screen: Arc<Mutex<(vt100::Parser, Vec<u8>)>>,
     child: std::process::Child,
     reader: Option<JoinHandle<()>>,
+    /// Tells the reader to let go of its copy of the master (so that the terminal can hang up).
+    stop: Arc<AtomicBool>,
 }
 
 fn nz(n: u16) -> std::num::NonZeroU16 {
@@ -671,9 +673,24 @@ impl Pty {
             Vec::new(),
         )));
         let (mut r, s2) = (master.try_clone().unwrap(), Arc::clone(&screen));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
         let reader = std::thread::spawn(move || {
+            use std::os::fd::AsRawFd;
             let mut buf = [0u8; 8192];
             loop {
+                if stop2.load(Ordering::Relaxed) {
+                    return;
+                }
+                let mut p = libc::pollfd {
+                    fd: r.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd, ours, for 100 ms.
+                if unsafe { libc::poll(&mut p, 1, 100) } == 0 {
+                    continue;
+                }
                 match r.read(&mut buf) {
                     Ok(0) | Err(_) => return, // EIO once the child closed the terminal
                     Ok(n) => {
@@ -689,7 +706,17 @@ impl Pty {
             screen,
             child,
             reader: Some(reader),
+            stop,
         }
+    }
+
+    /// Closes the terminal's master side, as a closed window or a dropped SSH session does.
+    fn hang_up(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        self.master = std::fs::File::open("/dev/null").expect("/dev/null");
     }
 
     fn text(&self) -> String {
@@ -748,6 +775,26 @@ impl Drop for Pty {
     }
 }
 
+/// A terminal that hangs up (its window closed, its SSH session dropped) ends the view at
+/// once: it does not go on reading a terminal that will never send another key.
+#[test]
+fn a_terminal_that_hangs_up_ends_the_view() {
+    require_root!("top::a_terminal_that_hangs_up_ends_the_view (network namespace)");
+    let ns = Netns::new();
+    let mut t = Pty::spawn(
+        sockstat(&["top", "--interval", "0.5"])
+            .netns(&ns)
+            .env("NO_COLOR", "1"),
+        24,
+        80,
+    );
+    t.wait_for("the header", |s| s.contains("USER"));
+    t.hang_up();
+    // Exit within 10 s, with whatever status a hang-up leaves (the terminal cannot be
+    // restored); `exit` kills it and fails the test if it is still running.
+    let _ = t.exit();
+}
+
 /// The row of the table whose line contains `what`, by its position under the header.
 fn line_index(screen: &str, what: &str) -> Option<usize> {
     let lines: Vec<&str> = screen.lines().collect();
@@ -777,6 +824,8 @@ fn full_screen_view_on_a_pseudo_terminal() {
         s.contains("USER") && s.contains("SEND") && s.contains("sort: rate"),
         "{s}"
     );
+    // The summary lines, longer than 80 columns, are wrapped whole, not cut.
+    assert!(s.contains("TIME-WAIT"), "{s}");
 
     // Sort by send: the fast sender is the first row; by name (pid order), the receiver first.
     t.keys("s");
@@ -819,6 +868,7 @@ fn full_screen_view_on_a_pseudo_terminal() {
     t.keys("y");
     t.wait_for("the kill result", |s| s.contains("killed"));
     t.keys("x");
+    t.wait_for("the results closed", |s| !s.contains("any key: back"));
     let listing = sockstat(&["-4", "-c", "--json", "--sport", &idle_port.to_string()])
         .netns(&lab.ns)
         .ok()
