@@ -9,13 +9,8 @@ ROOT=$(pwd)
 for n in "$@"; do
   unshare --net --pid --fork --mount --mount-proc sh -c '
     ROOT=$1; n=$2
-    ip link set lo up
-    mkdir -p /tmp/sgbig && mount -t tmpfs tmpfs /tmp/sgbig && cd /tmp/sgbig
-    procs=$(( $(echo $n | sed "s/k$/000/;s/M$/000000/") / 1000 + 10 ))
-    $ROOT/target/release/sockgen -n $n -p $procs --tw-period 0 --max-seconds 1800 > gen.out 2>&1 &
-    g=$!
-    for i in $(seq 1 3000); do grep -q READY gen.out && break; sleep 0.2; done
-    grep READY gen.out || { echo "sockgen failed at $n:"; tail -5 gen.out; kill $g; exit 1; }
+    . "$ROOT/bench/table.sh"
+    table "$ROOT" "$n" /tmp/sgbig
     S=$ROOT/target/release/sockstat
     count=$($S --no-owners --json | grep -c "\"proto\"")
     for v in "" "--json" "--no-owners"; do

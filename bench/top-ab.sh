@@ -9,16 +9,15 @@
 set -eu
 [ $# -ge 3 ] || { echo "usage: top-ab.sh BEFORE AFTER SCALE [COUNT [ROUNDS]]" >&2; exit 2; }
 ROOT=$(pwd)
+for b in "$1" "$2"; do
+  [ -x "$b" ] || { echo "top-ab: $b is not an executable" >&2; exit 2; }
+done
+BEFORE=$(realpath "$1"); AFTER=$(realpath "$2")
 exec unshare --net --pid --fork --mount --mount-proc sh -c '
-  set -eu
+  set -u
   ROOT=$1; A=$2; B=$3; n=$4; count=$5; rounds=$6
-  ip link set lo up
-  mkdir -p /tmp/sgab && mount -t tmpfs tmpfs /tmp/sgab && cd /tmp/sgab
-  procs=$(( $(echo $n | sed "s/k$/000/;s/M$/000000/") / 1000 + 10 ))
-  $ROOT/target/release/sockgen -n $n -p $procs --tw-period 0 --max-seconds 1800 > gen.out 2>&1 &
-  g=$!
-  for i in $(seq 1 3000); do grep -q READY gen.out && break; sleep 0.2; done
-  grep -q READY gen.out || { echo "sockgen failed at $n" >&2; kill $g; exit 1; }
+  . "$ROOT/bench/table.sh"
+  table "$ROOT" "$n" /tmp/sgab
   sleep 2
   share() { awk "{printf \"%.2f %%\", (\$1 + \$2) / \$3 * 100}" "$1"; }
   for r in $(seq 1 $rounds); do
@@ -31,4 +30,4 @@ exec unshare --net --pid --fork --mount --mount-proc sh -c '
   done
   kill $g; wait
   cd / && umount /tmp/sgab
-' sh "$ROOT" "$1" "$2" "$3" "${4:-30}" "${5:-3}"
+ ' sh "$ROOT" "$BEFORE" "$AFTER" "$3" "${4:-30}" "${5:-3}"

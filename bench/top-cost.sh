@@ -11,13 +11,8 @@ count=$1; shift
 for n in "$@"; do
   unshare --net --pid --fork --mount --mount-proc sh -c '
     ROOT=$1; n=$2; count=$3
-    ip link set lo up
-    mkdir -p /tmp/sgtop && mount -t tmpfs tmpfs /tmp/sgtop && cd /tmp/sgtop
-    procs=$(( $(echo $n | sed "s/k$/000/;s/M$/000000/") / 1000 + 10 ))
-    $ROOT/target/release/sockgen -n $n -p $procs --tw-period 0 --max-seconds 1800 > gen.out 2>&1 &
-    g=$!
-    for i in $(seq 1 3000); do grep -q READY gen.out && break; sleep 0.2; done
-    grep READY gen.out || { echo "sockgen failed at $n:"; tail -5 gen.out; kill $g; exit 1; }
+    . "$ROOT/bench/table.sh"
+    table "$ROOT" "$n" /tmp/sgtop
     S=$ROOT/target/release/sockstat
     sockets=$($S --no-owners --json -4 -6 | grep -o "\"proto\"" | wc -l)
     /usr/bin/time -f "%U %S %e %M" -o t.out $S top --batch --json --interval 1 --count $count > top.out 2> err.out
