@@ -29,8 +29,6 @@ struct Kept {
 pub(crate) struct HolderCache {
     max_age: Duration,
     kept: Mutex<Option<Kept>>,
-    /// How old the holders of the last gathering were (`None`: walked for it).
-    last_age: Mutex<Option<Duration>>,
 }
 
 impl std::fmt::Debug for HolderCache {
@@ -47,26 +45,24 @@ impl HolderCache {
         HolderCache {
             max_age,
             kept: Mutex::new(None),
-            last_age: Mutex::new(None),
         }
     }
 
-    /// The kept walk, when it may stand for a walk now: younger than `max_age`, and made after
-    /// a dump that held every socket of `inodes` (sorted).
-    pub(crate) fn reuse(&self, inodes: &[u64]) -> Option<(Scan, Option<String>)> {
+    /// The kept walk, with why the iterator was refused and its age, when it may stand for a
+    /// walk now: younger than `max_age`, and made after a dump that held every socket of
+    /// `inodes` (sorted).
+    pub(crate) fn reuse(&self, inodes: &[u64]) -> Option<(Scan, Option<String>, Duration)> {
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let k = kept.as_ref()?;
         let age = k.at.elapsed();
         if age >= self.max_age || !is_subset(inodes, &k.seen) {
             return None;
         }
-        *self.last_age.lock().unwrap_or_else(|p| p.into_inner()) = Some(age);
-        Some((k.scan.clone(), k.refused.clone()))
+        Some((k.scan.clone(), k.refused.clone(), age))
     }
 
     /// Keeps a walk that began at `at`, after the dump of the sockets `seen` (sorted).
     pub(crate) fn keep(&self, scan: &Scan, refused: Option<String>, seen: Vec<u64>, at: Instant) {
-        *self.last_age.lock().unwrap_or_else(|p| p.into_inner()) = None;
         if self.max_age.is_zero() {
             return;
         }
@@ -78,15 +74,9 @@ impl HolderCache {
         });
     }
 
-    /// Forgets the kept walk (it failed, or the next gathering must walk).
+    /// Forgets the kept walk (it failed: the next gathering must walk).
     pub(crate) fn forget(&self) {
         *self.kept.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        *self.last_age.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// How old the holders of the last gathering were: `None` when it walked.
-    pub(crate) fn last_age(&self) -> Option<Duration> {
-        *self.last_age.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -123,9 +113,8 @@ mod tests {
         let c = HolderCache::new(Duration::from_secs(60));
         assert!(c.reuse(&[1, 2]).is_none(), "nothing kept yet");
         c.keep(&Scan::default(), None, vec![1, 2, 3], Instant::now());
-        assert_eq!(c.last_age(), None);
-        assert!(c.reuse(&[1, 3]).is_some());
-        assert!(c.last_age().is_some());
+        let (_, _, age) = c.reuse(&[1, 3]).expect("every socket known, and young");
+        assert!(age < Duration::from_secs(60));
         assert!(c.reuse(&[1, 4]).is_none(), "a socket the walk did not see");
         c.forget();
         assert!(c.reuse(&[1]).is_none());

@@ -100,16 +100,17 @@ pub fn collect(q: &Query) -> Result<Snapshot, Error> {
         netns::select(&q.gather.proc_root, &q.select.zones)?,
         None,
     )
+    .map(|(snapshot, _)| snapshot)
 }
 
 /// [`collect`] in zones already selected (`None`: the namespace sockstat runs in), with the
 /// holders of an earlier walk used again when `kept` allows it (`run::holders`; a view's
-/// samples, never a listing).
+/// samples, never a listing); with the age of that walk when its holders were used.
 pub(crate) fn collect_in(
     q: &Query,
     selected: Option<netns::SelectedZones>,
     kept: Option<&HolderCache>,
-) -> Result<Snapshot, Error> {
+) -> Result<(Snapshot, Option<std::time::Duration>), Error> {
     timing::begin();
     let ext = q.inet_diag_ext();
     let plan = OwnerPlan::of(q);
@@ -162,6 +163,7 @@ pub(crate) fn collect_in(
             None,
         )
     };
+    let mut holders_age = None;
     let (prepared, scan) = match (plan, kept) {
         (OwnerPlan::Off, _) => (prepare(), None),
         // The sockets first, then the walk (unless the kept one stands for it): a socket
@@ -170,7 +172,10 @@ pub(crate) fn collect_in(
             let prepared = prepare()?;
             let inodes = shown_inodes(&prepared.0.sockets);
             let scan = match kept.reuse(&inodes) {
-                Some((scan, refused)) => (Ok(scan), refused),
+                Some((scan, refused, age)) => {
+                    holders_age = Some(age);
+                    (Ok(scan), refused)
+                }
                 None if inodes.is_empty() => {
                     kept.keep(&owners::Scan::default(), None, inodes, Instant::now());
                     (Ok(owners::Scan::default()), None)
@@ -179,7 +184,7 @@ pub(crate) fn collect_in(
                     let at = Instant::now();
                     let wanted = (plan == OwnerPlan::Shown).then_some(&inodes[..]);
                     let (scan, refused) = timing::phase("owner scan", || {
-                        owners::scan_any(q, scan_threads(), walk_threads(true), wanted)
+                        owners::scan_any(q, scan_threads(), walk_threads(false), wanted)
                     });
                     let refused = refused.map(|e| e.to_string());
                     match &scan {
@@ -407,7 +412,7 @@ pub(crate) fn collect_in(
         crate::sys::cgroup::name_cgroups(q, &sockets, &mut snap);
     }
     snap.sockets = sockets;
-    Ok(snap)
+    Ok((snap, holders_age))
 }
 
 /// Whether a listing looks for the sockets no table lists: when such a socket can pass its

@@ -90,17 +90,17 @@ impl Sampler {
         let taken = Instant::now();
         let selected = netns::select(root, &self.query.select.zones)?;
         let targets: Option<Vec<ZoneTarget>> = selected.as_ref().map(|(t, _)| t.clone());
-        let mut snapshot = if self.sockets {
+        let (mut snapshot, holders_age) = if self.sockets {
             let mut q = q.clone();
             q.select.zones = self.query.select.zones.clone();
             crate::run::list::collect_in(&q, selected, self.holders.as_deref())?
         } else {
-            Snapshot {
+            let snapshot = Snapshot {
                 warnings: selected.map(|(_, w)| w).unwrap_or_default(),
                 ..Snapshot::default()
-            }
+            };
+            (snapshot, None)
         };
-        let holders_age = self.holders.as_ref().and_then(|h| h.last_age());
         let mut warnings = std::mem::take(&mut snapshot.warnings);
         let reads = |p: &ProcPaths| ZoneReads {
             counters: self.counters.then(|| counters::read(p)),

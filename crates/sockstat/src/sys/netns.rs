@@ -606,7 +606,8 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Gone, "{e}");
         let mut q = Query::new();
         q.gather.owners = false;
-        let snap = crate::run::list::collect_in(&q, Some((vec![t.clone()], vec![])), None).unwrap();
+        let (snap, _) =
+            crate::run::list::collect_in(&q, Some((vec![t.clone()], vec![])), None).unwrap();
         assert!(snap.sockets.iter().all(|s| s.netns != Some(t.key)));
         assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
     }
