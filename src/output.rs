@@ -9,7 +9,7 @@ use sockstat::render;
 use crate::cli::ColorWhen;
 
 /// The longest interval accepted, seconds (a day).
-const MAX_INTERVAL_S: f64 = 86_400.0;
+pub(crate) const MAX_INTERVAL_S: f64 = 86_400.0;
 
 /// Parses an interval in seconds: a positive number, fractions allowed (`10`, `0.5`).
 pub fn parse_seconds(s: &str) -> Result<f64, String> {

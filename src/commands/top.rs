@@ -28,11 +28,13 @@ fn column(s: &str) -> Result<Column, String> {
     })
 }
 
+/// `--rescan`: seconds as `--interval` takes them, and 0 too (a walk at every refresh).
 fn rescan(s: &str) -> Result<f64, String> {
+    use crate::output::MAX_INTERVAL_S;
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=86400.0).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && (0.0..=MAX_INTERVAL_S).contains(&v) => Ok(v),
         _ => Err(format!(
-            "invalid rescan '{s}': give seconds from 0 (a walk at every refresh) to 86400, like 5 or 0"
+            "invalid rescan '{s}': give seconds from 0 (a walk at every refresh) to {MAX_INTERVAL_S}, like 5 or 0"
         )),
     }
 }
