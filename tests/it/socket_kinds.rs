@@ -243,3 +243,62 @@ fn time_wait_rows_are_recognisable_and_kept_out_of_tcp_internals() {
         );
     }
 }
+
+/// The tables a gathering skips when `/proc/net/protocols` counts none of their sockets in the
+/// namespace (MPTCP, UDP-Lite, raw; ping sockets above): once one exists it is listed, with its
+/// holder, read in the namespace itself and from outside it as a zone.
+#[test]
+fn sockets_of_the_rarely_used_protocols_are_listed_once_they_exist() {
+    require_root!(
+        "sockets_of_the_rarely_used_protocols_are_listed_once_they_exist (network namespace)"
+    );
+    let ns = Netns::new();
+    let protos = "mptcp,udplite,raw";
+    let v = sockstat(&["--json", "-P", protos]).netns(&ns).ok().json();
+    assert!(sockets(&v).is_empty(), "{v:#}");
+    let h = Holder::spawn_in(
+        &ns,
+        &[
+            "mptcp4-listen:127.0.0.1:0",
+            "mptcp6-listen:[::1]:0",
+            "udplite4:127.0.0.1:0",
+            "udplite6:[::1]:0",
+            "raw4:127.0.0.1:0",
+            "raw6:[::1]:0",
+        ],
+    );
+    let want = [
+        ("mptcp", "inet", "LISTEN"),
+        ("mptcp", "inet6", "LISTEN"),
+        ("udplite", "inet", "UNCONN"),
+        ("udplite", "inet6", "UNCONN"),
+        ("raw", "inet", "UNCONN"),
+        ("raw", "inet6", "UNCONN"),
+    ];
+    let zone = ns.name.clone();
+    for args in [
+        vec!["--json", "-P", protos],
+        vec!["--json", "-P", protos, "-z", zone.as_str()],
+    ] {
+        let run = sockstat(&args);
+        let v = if args.contains(&"-z") {
+            run.ok().json()
+        } else {
+            run.netns(&ns).ok().json()
+        };
+        assert_eq!(sockets(&v).len(), want.len(), "{args:?}: {v:#}");
+        for (i, (proto, family, state)) in want.iter().enumerate() {
+            let s = h.item(i).sock();
+            let j = by_inode(&v, s.inode());
+            assert_eq!(j["proto"], *proto, "{args:?}: {j}");
+            assert_eq!(j["family"], *family, "{args:?}: {j}");
+            assert_eq!(j["state"], *state, "{args:?}: {j}");
+            assert_eq!(j["local"]["port"], u64::from(s.port()), "{args:?}: {j}");
+            assert_eq!(
+                owners(j),
+                vec![(u64::from(h.pid()), s.fd() as u64)],
+                "{args:?}: {j}"
+            );
+        }
+    }
+}

@@ -313,6 +313,28 @@ impl Holder {
                 );
                 item.socks.push(describe("socket", fd));
             }
+            // The tables whose dumps a gathering skips when the namespace has none of their
+            // sockets: an MPTCP listener, a UDP-Lite socket and a raw socket (protocol 253,
+            // experimental) bound to ADDR.
+            "mptcp4-listen" | "mptcp6-listen" => {
+                let fd = inet_socket_of(
+                    parse_sockaddr(&rest_s),
+                    libc::SOCK_STREAM,
+                    libc::IPPROTO_MPTCP,
+                );
+                check(unsafe { libc::listen(fd, 16) }, "listen");
+                item.socks.push(describe("listener", fd));
+            }
+            "udplite4" | "udplite6" => {
+                let addr = parse_sockaddr(&rest_s);
+                let fd = inet_socket_of(addr, libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE);
+                item.socks.push(describe("socket", fd));
+            }
+            "raw4" | "raw6" => {
+                let addr = parse_sockaddr(&rest_s);
+                let fd = inet_socket_of(addr, libc::SOCK_RAW, 253);
+                item.socks.push(describe("socket", fd));
+            }
             "icmp4-unbound" | "icmp6-unbound" => {
                 // What `ping` run as a user holds before it sends: in no kernel table.
                 let fd = ping_socket(kind.starts_with("icmp6"));
@@ -588,14 +610,19 @@ fn wait_for_tcp_state(v6: bool, port: u16, state: u8) {
 }
 
 fn inet_socket(addr: SocketAddr, ty: libc::c_int) -> libc::c_int {
+    inet_socket_of(addr, ty, 0)
+}
+
+/// A socket of type `ty` and protocol `proto` bound to `addr` (IPv6 only for an IPv6 address).
+fn inet_socket_of(addr: SocketAddr, ty: libc::c_int, proto: libc::c_int) -> libc::c_int {
     let domain = if addr.is_ipv6() {
         libc::AF_INET6
     } else {
         libc::AF_INET
     };
     let fd = check(
-        unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, 0) },
-        "socket",
+        unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, proto) },
+        &format!("socket(type {ty}, protocol {proto})"),
     );
     if addr.is_ipv6() {
         let one: libc::c_int = 1;

@@ -25,6 +25,9 @@
 //! | `packet:PROTO:IFNAME` | an AF_PACKET raw socket for ETH_P_PROTO (hex: `0003`) bound to IFNAME, or `*` for every interface (`socket`, no address) |
 //! | `udp4-bound-dev:127.0.0.1:0%lo`, `udp6-bound-dev:[::1]:0%lo` | a UDP socket bound to the address on that device (`SO_BINDTODEVICE`) (`socket`) |
 //! | `icmp4:127.0.0.1:0`, `icmp6:[::1]:0` | a bound ICMP ping socket (`socket`); the group must be in `net.ipv4.ping_group_range` |
+//! | `mptcp4-listen:127.0.0.1:0`, `mptcp6-listen:[::1]:0` | an MPTCP listener (`listener`) |
+//! | `udplite4:127.0.0.1:0`, `udplite6:[::1]:0` | a bound UDP-Lite socket (`socket`) |
+//! | `raw4:127.0.0.1:0`, `raw6:[::1]:0` | a raw socket of protocol 253 bound to the address (`socket`) |
 //! | `icmp4-unbound`, `icmp6-unbound` | a ping socket never bound nor used: in no table (`socket`, no address) |
 //! | `netlink:PROTO` | an AF_NETLINK raw socket of netlink protocol PROTO (a number: 0 is `NETLINK_ROUTE`), bound to the port id the kernel picks (`socket`, its `port_id`) |
 //! | `udp4-unbound`, `udp6-unbound`, `unix-dgram-unbound` | a datagram socket never bound nor connected (`socket`) |

@@ -23,6 +23,7 @@ use crate::sys::netlink::{self, DumpError, Transport};
 mod census;
 mod columns;
 mod convert;
+mod inuse;
 mod plan;
 mod procnet;
 
@@ -150,7 +151,11 @@ impl<'a> Dumps<'a> {
         if matches!(q.gather.source, Source::Replay(_)) || q.gather.record_netlink.is_some() {
             return None;
         }
-        let targets = both_tcp_families(targets(q));
+        // Tables the namespace has no socket in are not walked (`inuse`).
+        let empty = inuse::empty(net_dir);
+        let walked = |t: &Target| !matches!(t, Target::Inet(p, _) if empty.contains(p));
+        let mut targets = both_tcp_families(targets(q));
+        targets.retain(walked);
         let mut order: Vec<usize> = (0..targets.len()).collect();
         order.sort_by_key(|&i| match targets[i] {
             Target::Inet(Proto::Tcp, _) | Target::TcpBothFamilies => 0,
@@ -163,7 +168,9 @@ impl<'a> Dumps<'a> {
             net_dir,
             program: filter_program(q),
             census: if census {
-                census_targets(q)
+                let mut c = census_targets(q);
+                c.retain(walked);
+                c
             } else {
                 Vec::new()
             },
