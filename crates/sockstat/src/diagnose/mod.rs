@@ -689,13 +689,6 @@ pub fn sort_findings(f: &mut [Finding]) {
 /// TCP sockets with tcp_info in both samples, joined by cookie (sockets without a cookie, from
 /// /proc text, cannot be followed and are skipped).
 fn join<'a>(before: &'a ZoneSample, after: &'a ZoneSample, dt: f64) -> Vec<Flow<'a>> {
-    let earlier: rustc_hash::FxHashMap<u64, &Socket> = before
-        .snapshot
-        .sockets
-        .iter()
-        .filter(|s| s.proto == Proto::Tcp)
-        .filter_map(|s| Some((s.cookie?, s)))
-        .collect();
     let mut seen = rustc_hash::FxHashSet::default();
     after
         .snapshot
@@ -708,7 +701,7 @@ fn join<'a>(before: &'a ZoneSample, after: &'a ZoneSample, dt: f64) -> Vec<Flow<
             if !seen.insert(c) {
                 return None;
             }
-            let b = earlier.get(&c)?;
+            let b = before.by_cookie(c).filter(|b| b.proto == Proto::Tcp)?;
             b.tcp.as_ref()?;
             Some(Flow {
                 before: b,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -90,19 +90,19 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
                 .unwrap_or_else(|| "global".to_string())
         })
         .collect();
-    // The earlier sample's shown sockets by cookie, with their zone's key.
-    let mut earlier: FxHashMap<u64, (&Socket, Option<u64>)> = FxHashMap::default();
-    for z in &before.zones {
-        for s in z.snapshot.sockets.iter().filter(|s| shown(s)) {
-            if let Some(c) = s.cookie {
-                earlier.insert(c, (s, z.key));
-            }
-        }
-    }
-    let mut later: FxHashSet<u64> = FxHashSet::default();
+    // Both samples are joined by cookie through their zones' indices (`ZoneSample::by_cookie`),
+    // which the diagnosis of the same interval uses too.
+    let shown_in = |sample: &'_ Sample, key: Option<u64>, cookie: u64| -> bool {
+        sample
+            .zones
+            .iter()
+            .filter(|z| z.key == key)
+            .any(|z| z.by_cookie(cookie).is_some_and(shown))
+    };
     let mut conns = Vec::new();
     let mut time_wait = 0u64;
     for (zi, z) in after.zones.iter().enumerate() {
+        let before_zone = before.matching(z);
         for (index, s) in z.snapshot.sockets.iter().enumerate() {
             if s.state == State::TimeWait {
                 time_wait += 1;
@@ -111,20 +111,25 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
                 continue;
             }
             let at = SocketAt::After { zone: zi, index };
-            let prior = s.cookie.and_then(|c| earlier.get(&c)).map(|(p, _)| *p);
-            if let Some(c) = s.cookie {
-                later.insert(c);
-            }
+            let prior = s
+                .cookie
+                .and_then(|c| before_zone?.by_cookie(c))
+                .filter(|p| shown(p));
             conns.push(counted_conn(at, zi, prior, s));
         }
     }
-    // Close events by cookie: those of connections still in the later sample wait for the
-    // next interval (they closed after its dump), and so do those of connections in neither
-    // sample that closed after the later dump began: the events are drained after the sample,
-    // which takes a while (a tenth of a second at 10k connections per second on a busy
-    // machine), and counting them here would move them into the interval before their own.
-    // A connection of the earlier sample is this interval's whenever it closed: the next
-    // interval's earlier sample does not have it.
+    let in_later = |cookie: u64| {
+        after
+            .zones
+            .iter()
+            .any(|z| z.by_cookie(cookie).is_some_and(shown))
+    };
+    let in_earlier = |cookie: u64| {
+        before
+            .zones
+            .iter()
+            .any(|z| z.by_cookie(cookie).is_some_and(shown))
+    };
     let mut carried = Vec::new();
     let mut closes: FxHashMap<u64, Close> = FxHashMap::default();
     for c in interval.closes {
@@ -134,8 +139,8 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
         let after_dump = interval
             .taken_monotonic_ns
             .is_some_and(|t| c.event.monotonic_ns >= t)
-            && !earlier.contains_key(&c.event.cookie);
-        if later.contains(&c.event.cookie) || after_dump {
+            && !in_earlier(c.event.cookie);
+        if in_later(c.event.cookie) || after_dump {
             carried.push(c);
         } else {
             closes.insert(c.event.cookie, c);
@@ -153,10 +158,25 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
     let mut users = HashMap::new();
     let events_on = interval.events.unavailable.is_none();
     let mut uncounted_closes = 0usize;
-    let mut earlier_gone: Vec<(&u64, &(&Socket, Option<u64>))> =
-        earlier.iter().filter(|(c, _)| !later.contains(c)).collect();
-    earlier_gone.sort_by_key(|(c, _)| **c);
-    for (cookie, (s, key)) in earlier_gone {
+    // The earlier sample's shown sockets that the later one does not have: closed.
+    let mut earlier_gone: Vec<(u64, &Socket, Option<u64>)> = before
+        .zones
+        .iter()
+        .flat_map(|z| {
+            z.snapshot
+                .sockets
+                .iter()
+                .filter(|s| shown(s))
+                .filter_map(move |s| Some((s.cookie?, s, z.key)))
+        })
+        .filter(|&(c, _, key)| !shown_in(&after, key, c))
+        .collect();
+    // One row per cookie (a snapshot lists a socket once, whatever its holders).
+    earlier_gone.sort_by_key(|(c, _, _)| *c);
+    earlier_gone.dedup_by_key(|(c, _, _)| *c);
+    for (cookie, s, key) in earlier_gone {
+        let cookie = &cookie;
+        let key = &key;
         let close = closes.remove(cookie);
         let (sent, received) = match (&close, info(s)) {
             (Some(c), Some(i)) => (

@@ -1,8 +1,8 @@
 //! [`group`]: a [`Report`]'s connections as rows per process, connection, remote address or
 //! local port, with totals, under an optional [`ViewFilter`].
 
+use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use crate::model::{Endpoint, Owner, OwnersStatus};
@@ -185,19 +185,23 @@ impl ViewFilter {
     }
 }
 
-/// The holders a connection counts for in `--by process`.
-fn holders(report: &Report, c: &Conn) -> Vec<Holder> {
+/// The holders a connection counts for in `--by process`, into `out` (cleared first).
+fn holders(report: &Report, c: &Conn, out: &mut Vec<Holder>) {
+    out.clear();
     let s = report.socket(c);
-    let mut pids: BTreeSet<u32> = s.owners.iter().map(|o| o.pid).collect();
+    out.extend(s.owners.iter().map(|o| Holder::Process(o.pid)));
     if let Some(p) = report.short_process(c) {
-        pids.insert(p.pid);
+        out.push(Holder::Process(p.pid));
     }
-    if !pids.is_empty() {
-        return pids.into_iter().map(Holder::Process).collect();
+    if out.len() > 1 {
+        out.sort_unstable();
+        out.dedup();
     }
-    match s.owners_status {
-        OwnersStatus::Hidden | OwnersStatus::Partial => vec![Holder::Hidden(s.uid)],
-        _ => vec![Holder::Nobody],
+    if out.is_empty() {
+        out.push(match s.owners_status {
+            OwnersStatus::Hidden | OwnersStatus::Partial => Holder::Hidden(s.uid),
+            _ => Holder::Nobody,
+        });
     }
 }
 
@@ -214,28 +218,26 @@ pub fn group(report: &Report, by: By, filter: Option<&ViewFilter>, sort: Column)
     let admitted: Vec<usize> = (0..report.conns.len())
         .filter(|&i| filter.is_none_or(|f| f.admits(report, &report.conns[i])))
         .collect();
-    let mut keyed: HashMap<RowKey, Vec<usize>> = HashMap::new();
-    let mut order: Vec<RowKey> = Vec::new();
-    let mut add = |k: RowKey, i: usize| {
-        keyed
-            .entry(k.clone())
-            .or_insert_with(|| {
-                order.push(k);
-                Vec::new()
-            })
-            .push(i)
+    // Each key's row, in the order keys first appear: its connections.
+    let mut keyed: FxHashMap<RowKey, usize> = FxHashMap::default();
+    let mut rows: Vec<(RowKey, Vec<usize>)> = Vec::new();
+    let mut add = |k: RowKey, i: usize| match keyed.get(&k) {
+        Some(&r) => rows[r].1.push(i),
+        None => {
+            keyed.insert(k.clone(), rows.len());
+            rows.push((k, vec![i]));
+        }
     };
-    let mut shared: BTreeSet<usize> = BTreeSet::new();
+    let mut shared = vec![false; report.conns.len()];
+    let mut held = Vec::new();
     for &i in &admitted {
         let c = &report.conns[i];
         let s = report.socket(c);
         match by {
             By::Process => {
-                let h = holders(report, c);
-                if h.len() > 1 {
-                    shared.insert(i);
-                }
-                for h in h {
+                holders(report, c, &mut held);
+                shared[i] = held.len() > 1;
+                for &h in &held {
                     add(RowKey::Process(h), i);
                 }
             }
@@ -247,12 +249,9 @@ pub fn group(report: &Report, by: By, filter: Option<&ViewFilter>, sort: Column)
             By::Port => add(RowKey::Port(c.zone, s.local.ip(), s.local.port()), i),
         }
     }
-    let rows: Vec<Row> = order
+    let rows: Vec<Row> = rows
         .into_iter()
-        .map(|k| {
-            let conns = keyed.remove(&k).unwrap_or_default();
-            row(report, k, conns, &shared)
-        })
+        .map(|(k, conns)| row(report, k, conns, &shared))
         .collect();
     let mut totals = Totals::default();
     for &i in &admitted {
@@ -270,12 +269,12 @@ pub fn group(report: &Report, by: By, filter: Option<&ViewFilter>, sort: Column)
     g
 }
 
-fn row(report: &Report, key: RowKey, conns: Vec<usize>, shared: &BTreeSet<usize>) -> Row {
+fn row(report: &Report, key: RowKey, conns: Vec<usize>, shared: &[bool]) -> Row {
     let dt = report.interval_s;
     let mut r = Row {
         key,
         zone: conns.first().map_or(0, |&i| report.conns[i].zone),
-        shared: conns.iter().filter(|i| shared.contains(i)).count(),
+        shared: conns.iter().filter(|&&i| shared[i]).count(),
         send: None,
         recv: None,
         rates_unknown: 0,
