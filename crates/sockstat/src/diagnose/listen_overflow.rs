@@ -21,20 +21,13 @@ pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let drops = input.counter_delta("TcpExt", "ListenDrops");
     let counted = overflows.unwrap_or(0) > 0 || drops.unwrap_or(0) > 0;
     let somaxconn = input.ctx.sysctls.somaxconn;
-    let before: HashMap<u64, &Socket> = input
-        .before
-        .snapshot
-        .sockets
-        .iter()
-        .filter_map(|s| Some((s.cookie?, s)))
-        .collect();
     let mut out = vec![];
     let mut attributed = false;
     for s in &input.after.snapshot.sockets {
         if s.proto != Proto::Tcp || s.state != State::Listen {
             continue;
         }
-        let earlier = s.cookie.and_then(|c| before.get(&c).copied());
+        let earlier = s.cookie.and_then(|c| input.before.by_cookie(c));
         let full = |x: &Socket| x.recv_q > 0 && x.recv_q >= x.send_q;
         let over = |x: &Socket| x.recv_q > x.send_q;
         let full_now = full(s);

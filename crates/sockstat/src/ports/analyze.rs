@@ -11,7 +11,8 @@ use crate::model::{Endpoint, Proto, Snapshot, Socket, State};
 use crate::query::Query;
 use crate::sample::ZoneSample;
 use crate::zone::Zone;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 pub(super) fn inet(ep: &Endpoint) -> Option<(IpAddr, u16)> {
@@ -102,7 +103,7 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
     let lst = listeners(snap);
 
     // TIME-WAIT entries of the earlier sample, to tell the new ones.
-    let earlier_tw: Option<HashSet<EntryKey>> = input.earlier.map(|e| {
+    let earlier_tw: Option<FxHashSet<EntryKey>> = input.earlier.map(|e| {
         e.sockets
             .iter()
             .filter(|s| s.proto == Proto::Tcp && s.state == State::TimeWait)
@@ -118,12 +119,12 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
         left: Option<TimeLeft>,
         new_tw: u32,
     }
-    let mut dests: HashMap<(IpAddr, IpAddr, u16), Acc> = HashMap::new();
+    let mut dests: FxHashMap<(IpAddr, IpAddr, u16), Acc> = FxHashMap::default();
     #[derive(Default)]
     struct ClientAcc {
         time_wait: u32,
         connections: u32,
-        ports: HashSet<u16>,
+        ports: FxHashSet<u16>,
         left: Option<TimeLeft>,
     }
     let mut servers: BTreeMap<(IpAddr, u16), BTreeMap<IpAddr, ClientAcc>> = BTreeMap::new();
