@@ -394,6 +394,10 @@ pub struct Gathering {
     pub record_netlink: Option<PathBuf>,
     /// Ask the kernel for TCP internals (`-T`): `tcp_info`, congestion control, BBR estimates.
     pub tcp_info: bool,
+    /// With `tcp_info`, ask for the congestion control algorithm's name and BBR's estimates
+    /// too (on by default); off where only `tcp_info`'s counters are read (the live view), which
+    /// leaves the kernel less to write and each socket one string fewer to make.
+    pub tcp_estimates: bool,
     /// Ask for the congestion control algorithm only (`-C`).
     pub congestion: bool,
     /// Ask for socket memory (`-m`).
@@ -536,6 +540,7 @@ impl Default for Gathering {
             owner_scan: OwnerScan::Auto,
             record_netlink: None,
             tcp_info: false,
+            tcp_estimates: true,
             congestion: false,
             memory: false,
             cgroups: false,
@@ -556,7 +561,10 @@ impl Query {
         use sockstat_wire::inet_diag::ext;
         let mut e = 0;
         if self.gather.tcp_info {
-            e |= ext::INFO | ext::CONG | ext::VEGASINFO;
+            e |= ext::INFO;
+            if self.gather.tcp_estimates {
+                e |= ext::CONG | ext::VEGASINFO;
+            }
         }
         if self.gather.congestion {
             e |= ext::CONG;
