@@ -15,6 +15,7 @@ use std::os::fd::AsRawFd;
 
 use crate::error::{ErrorKind, SysError};
 
+#[cfg_attr(not(feature = "bpf"), allow(unused_imports))]
 pub use super::bpf::VMLINUX_BTF;
 
 /// Which tasks the owner scan's iterators walk.
