@@ -225,3 +225,23 @@ impl Live {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sockstat_wire::inet_diag::ext;
+
+    #[test]
+    fn the_view_asks_the_kernel_for_counters_and_memory_only() {
+        // What the view reads of each socket: tcp_info and socket memory; the congestion
+        // control's name and estimates stay with the listing's -T.
+        let q = sampling_query(&Query::new());
+        assert_eq!(q.inet_diag_ext(), ext::INFO | ext::SKMEMINFO);
+        let mut listing = Query::new();
+        listing.gather.tcp_info = true;
+        assert_eq!(
+            listing.inet_diag_ext(),
+            ext::INFO | ext::CONG | ext::VEGASINFO
+        );
+    }
+}
