@@ -91,12 +91,12 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
         })
         .collect();
     // Both samples are joined by cookie through their zones' indices (`ZoneSample::by_cookie`),
-    // which the diagnosis of the same interval uses too.
-    let shown_in = |sample: &'_ Sample, key: Option<u64>, cookie: u64| -> bool {
+    // which the diagnosis of the same interval uses too. A cookie names one socket on the whole
+    // host, whatever its namespace.
+    let shows = |sample: &Sample, cookie: u64| {
         sample
             .zones
             .iter()
-            .filter(|z| z.key == key)
             .any(|z| z.by_cookie(cookie).is_some_and(shown))
     };
     let mut conns = Vec::new();
@@ -125,18 +125,6 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
     // machine), and counting them here would move them into the interval before their own.
     // A connection of the earlier sample is this interval's whenever it closed: the next
     // interval's earlier sample does not have it.
-    let in_later = |cookie: u64| {
-        after
-            .zones
-            .iter()
-            .any(|z| z.by_cookie(cookie).is_some_and(shown))
-    };
-    let in_earlier = |cookie: u64| {
-        before
-            .zones
-            .iter()
-            .any(|z| z.by_cookie(cookie).is_some_and(shown))
-    };
     let mut carried = Vec::new();
     let mut closes: FxHashMap<u64, Close> = FxHashMap::default();
     for c in interval.closes {
@@ -146,8 +134,8 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
         let after_dump = interval
             .taken_monotonic_ns
             .is_some_and(|t| c.event.monotonic_ns >= t)
-            && !in_earlier(c.event.cookie);
-        if in_later(c.event.cookie) || after_dump {
+            && !shows(before, c.event.cookie);
+        if shows(&after, c.event.cookie) || after_dump {
             carried.push(c);
         } else {
             closes.insert(c.event.cookie, c);
@@ -176,7 +164,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
                 .filter(|s| shown(s))
                 .filter_map(move |s| Some((s.cookie?, s, z.key)))
         })
-        .filter(|&(c, _, key)| !shown_in(&after, key, c))
+        .filter(|&(c, _, _)| !shows(&after, c))
         .collect();
     // One row per cookie (a snapshot lists a socket once, whatever its holders).
     earlier_gone.sort_by_key(|(c, _, _)| *c);
