@@ -120,9 +120,9 @@ pub(crate) fn wait(live: &mut Live, deadline: Instant, stop: &AtomicBool) -> boo
 
 /// Keeps the memory one refresh frees for the next instead of handing it back to the kernel
 /// and faulting it in again a second later: every refresh builds a sample as large as the last
-/// (tens of MB at 60k sockets). At 60k sockets this took the view's CPU from 14.2 % to 13.3 %
-/// of a core (doc/reference/BENCHMARKS.md, "Memory kept between refreshes"); the view then
-/// holds the memory of its largest refresh until it ends.
+/// (tens of MB at 60k sockets). At 60k sockets this took the view's CPU from 13.4 % to 13.0 %
+/// of a core, medians of three side by side (doc/reference/BENCHMARKS.md, "Memory kept between
+/// refreshes"); the view then holds the memory of its largest refresh until it ends.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets glibc malloc's parameters; called before the view's threads
