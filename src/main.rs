@@ -3,6 +3,7 @@
 //! not close; 2 bad usage; 3 missing privileges or kernel support; 4 any other error that stopped
 //! the work). A closed pipe ends quietly with status 0.
 
+mod alloc;
 mod cli;
 mod commands;
 mod generate;
@@ -20,6 +21,9 @@ use sockstat::render::{self, Options};
 use sockstat::Snapshot;
 
 use cli::{Cli, OutputArgs};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 
 fn main() -> ExitCode {
     fixed_malloc_thresholds();

@@ -118,22 +118,6 @@ pub(crate) fn wait(live: &mut Live, deadline: Instant, stop: &AtomicBool) -> boo
     }
 }
 
-/// Keeps the memory one refresh frees for the next instead of handing it back to the kernel
-/// and faulting it in again a second later: every refresh builds a sample as large as the last
-/// (tens of MB at 60k sockets). At 60k sockets this took the view's CPU from 13.4 % to 13.0 %
-/// of a core, medians of three side by side (doc/reference/BENCHMARKS.md, "Memory kept between
-/// refreshes"); the view then holds the memory of its largest refresh until it ends.
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets glibc malloc's parameters; called before the view's threads
-    // start.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
-    }
-}
-
 /// Runs `sockstat top`.
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let q = crate::cli::query(&[&a.filters, &a.source])?;
@@ -144,7 +128,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let stop = crate::watch::stop_flag()?;
-    keep_freed_memory();
+    crate::alloc::use_mimalloc();
     let mut opts = LiveOptions::default();
     opts.events = true;
     opts.rescan = Duration::from_secs_f64(a.rescan);
