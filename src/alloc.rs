@@ -40,6 +40,54 @@ pub fn use_mimalloc() {
     MIMALLOC.store(true, Ordering::Release);
 }
 
+/// mimalloc reads its options from `MIMALLOC_*` variables (in any case) when the program loads,
+/// before `main`, and one of them has it print addresses. With more privilege than its caller
+/// (`AT_SECURE`: file capabilities, setuid or setgid) the caller's environment must not steer the
+/// allocator, as glibc ignores its own `MALLOC_*` variables then: this runs before the
+/// constructors of default priority, mimalloc's among them, and takes those variables out of the
+/// environment (SECURITY.md, "With more privilege than its caller"). Priorities up to 100 are
+/// the C library's; Rust's own start-up uses 99.
+#[used]
+#[link_section = ".init_array.00101"]
+static HIDE_ALLOCATOR_VARIABLES: extern "C" fn() = hide_allocator_variables;
+
+extern "C" fn hide_allocator_variables() {
+    extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    // SAFETY: reads the auxiliary vector.
+    if unsafe { libc::getauxval(libc::AT_SECURE) } == 0 {
+        return;
+    }
+    // SAFETY: before `main`, on the only thread: `environ` is a null-terminated array of C
+    // strings, compacted in place as `unsetenv` does.
+    unsafe {
+        let env = environ;
+        if env.is_null() {
+            return;
+        }
+        let (mut read, mut kept) = (0, 0);
+        loop {
+            let entry = *env.add(read);
+            if entry.is_null() {
+                break;
+            }
+            if !is_allocator_variable(std::ffi::CStr::from_ptr(entry).to_bytes()) {
+                *env.add(kept) = entry;
+                kept += 1;
+            }
+            read += 1;
+        }
+        *env.add(kept) = std::ptr::null_mut();
+    }
+}
+
+/// Whether an environment entry (`NAME=value`) is one of mimalloc's options.
+fn is_allocator_variable(entry: &[u8]) -> bool {
+    const PREFIX: &[u8] = b"MIMALLOC_";
+    entry.len() >= PREFIX.len() && entry[..PREFIX.len()].eq_ignore_ascii_case(PREFIX)
+}
+
 fn mimalloc_made(p: *mut u8) -> bool {
     // SAFETY: looks the address up in mimalloc's own tables without reading it; defined for any
     // address.
@@ -93,6 +141,16 @@ mod tests {
         // SAFETY: reads an option; no test sets it.
         let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
         assert_eq!(delay, 10, "mi_option_purge_delay is no longer option 15");
+    }
+
+    #[test]
+    fn mimallocs_variables_are_told_by_their_prefix_in_any_case() {
+        assert!(is_allocator_variable(b"MIMALLOC_VERBOSE=1"));
+        assert!(is_allocator_variable(b"mimalloc_show_stats=1"));
+        assert!(is_allocator_variable(b"MiMalloc_="));
+        assert!(!is_allocator_variable(b"MIMALLOC"));
+        assert!(!is_allocator_variable(b"MALLOC_ARENA_MAX=2"));
+        assert!(!is_allocator_variable(b"PATH=/usr/bin"));
     }
 
     /// Blocks from either allocator are freed and grown by the one that made it, whichever is

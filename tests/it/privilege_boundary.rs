@@ -423,6 +423,41 @@ fn a_hostile_proc_root_cannot_redirect_roots_reads() {
     }
 }
 
+/// mimalloc, the live view's allocator, reads its options from `MIMALLOC_*` variables (any
+/// case) when the program loads, and `MIMALLOC_VERBOSE` has it print addresses: a privileged
+/// copy takes them out of its environment first. The same variables do reach an unprivileged
+/// copy, so the check can fail.
+#[test]
+fn with_file_capabilities_the_allocators_variables_are_ignored() {
+    require_root!("with_file_capabilities_the_allocators_variables_are_ignored (setcap, setpriv)");
+    if !setcap_available() {
+        eprintln!("SKIPPED: setcap not found (Debian package libcap2-bin)");
+        return;
+    }
+    let f = Fixture::new();
+    let env = [("MIMALLOC_VERBOSE", "1"), ("mimalloc_show_stats", "1")];
+    let plain = f.path("sockstat-plain");
+    copy_sockstat(&plain);
+    let out = f.run_as_nobody(&plain.display().to_string(), &["--version"], &env);
+    assert!(
+        out.stderr.contains("mimalloc: process init: 0x"),
+        "{}: the variables did not reach an unprivileged run: {}",
+        out.what,
+        out.stderr
+    );
+    let caps = f.with_file_caps();
+    for args in [&["--version"][..], &["top", "--batch", "--count", "1"]] {
+        let out = f.run_as_nobody(&caps, args, &env);
+        assert_eq!(out.code, Some(0), "{}: {out:#?}", out.what);
+        assert!(
+            !out.stderr.to_ascii_lowercase().contains("mimalloc"),
+            "{}: the caller's MIMALLOC_* steered a privileged run: {}",
+            out.what,
+            out.stderr
+        );
+    }
+}
+
 /// Every environment variable the command and the library read (outside tests) is one
 /// SECURITY.md lists with what it does under file capabilities. A new one fails here until it is
 /// documented (and, if it can steer a privileged run, refused).
