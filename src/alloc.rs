@@ -6,9 +6,9 @@
 //! the previous sample's thousands of small blocks had fragmented, and for pages given back and
 //! faulted in again: at 60k sockets the view took 26.8 % of a core with glibc and 13.1 % with
 //! mimalloc keeping its freed pages (doc/reference/BENCHMARKS.md, "The view's allocator"). The
-//! one-shot commands and the exporter stay with glibc: with mimalloc a listing of 100k sockets
-//! peaked at 122 MiB instead of 42 (59 when it gives pages back at once), with no gain in time
-//! once it did.
+//! one-shot commands and the exporter stay with glibc: with mimalloc 3 for the whole command a
+//! listing of 100k sockets peaked at 122 MiB instead of 42 (59 when it gives pages back at
+//! once), with no gain in time once it did.
 //!
 //! A block is freed or grown by the allocator that made it: mimalloc knows its own blocks
 //! (`mi_is_in_heap_region`: a look at its few arenas and a bit in its map of the segments it

@@ -74,10 +74,10 @@ impl std::fmt::Debug for Live {
 
 /// The query the view samples with: `query`'s filters, Internet sockets only (unix sockets
 /// carry no counters and name no remote host), with `tcp_info` and socket memory, without the
-/// congestion control's name and estimates, which nothing in the view reads (2-3 % of its CPU
-/// at 60k sockets: doc/reference/BENCHMARKS.md, "Memory kept between refreshes"). Sockets no
-/// table lists are not looked for (they move nothing, and finding them under a family filter
-/// reads every other table's inodes each refresh).
+/// congestion control's name and estimates, which nothing in the view reads (at 60k sockets
+/// 11.8 -> 10.9 % of a core: doc/reference/BENCHMARKS.md, "Memory kept between refreshes").
+/// Sockets no table lists are not looked for (they move nothing, and finding them under a family
+/// filter reads every other table's inodes each refresh).
 pub fn sampling_query(query: &Query) -> Query {
     let mut q = query.clone();
     q.narrow_to_inet_internals();
