@@ -4,7 +4,6 @@
 //! the rows (`order`) and says what the listing could not see. `sys` gathers what it is asked
 //! for and decides none of this.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use crate::error::{Error, SysError};
@@ -389,8 +388,11 @@ pub(crate) fn collect_in(
         });
     }
     if q.gather.resolve_users {
-        let mut uids: HashSet<u32> = sockets.iter().filter_map(|s| s.uid).collect();
-        uids.extend(snap.processes.values().filter_map(|p| p.uid));
+        let uids: rustc_hash::FxHashSet<u32> = sockets
+            .iter()
+            .filter_map(|s| s.uid)
+            .chain(snap.processes.values().filter_map(|p| p.uid))
+            .collect();
         let uids: Vec<u32> = uids.into_iter().collect();
         let (names, missing) = users::names_of(&uids, q.gather.user_lookup_budget);
         snap.users = names;

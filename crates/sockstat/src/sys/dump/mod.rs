@@ -134,6 +134,8 @@ pub struct Dumps<'a> {
     net_dir: &'a Path,
     program: Option<Vec<u8>>,
     targets: Vec<Target>,
+    /// The sockets each target's vector is made room for before its dump.
+    capacity: Vec<usize>,
     /// The tables read for their inodes alone ([`census_targets`]), after the targets.
     census: Vec<Target>,
     /// The targets' indices in the order they are taken: the big tables first (TCP, unix), so
@@ -152,21 +154,51 @@ impl<'a> Dumps<'a> {
             return None;
         }
         // Tables the namespace has no socket in are not walked (`inuse`).
-        let empty = inuse::empty(net_dir);
+        let program = filter_program(q);
+        let tcp_states = q.kernel_states(Proto::Tcp);
+        let time_wait = tcp_states & State::TimeWait.kernel_mask() != 0;
+        let counts = inuse::Counts::read(net_dir, time_wait);
+        let empty = counts.empty();
         let walked = |t: &Target| !matches!(t, Target::Inet(p, _) if empty.contains(p));
         let mut targets = both_tcp_families(targets(q));
         targets.retain(walked);
+        // How many sockets each dump brings when nothing but TIME-WAIT is left out in the
+        // kernel: its vector is made that large before it fills (`inuse`), and the largest
+        // also holds the others' (`finish` moves them into it). Filtered dumps start empty.
+        let unfiltered = |p: Proto| {
+            program.is_none() && q.kernel_states(p) | State::TimeWait.kernel_mask() == u32::MAX
+        };
+        let expected: Vec<usize> = targets
+            .iter()
+            .map(|&t| match t {
+                Target::TcpBothFamilies if unfiltered(Proto::Tcp) => {
+                    counts.expected(Proto::Tcp, &[Family::Inet, Family::Inet6], time_wait)
+                }
+                Target::Inet(p @ (Proto::Tcp | Proto::Udp), f) if unfiltered(p) => {
+                    counts.expected(p, &[f], time_wait)
+                }
+                _ => 0,
+            })
+            .collect();
         let mut order: Vec<usize> = (0..targets.len()).collect();
         order.sort_by_key(|&i| match targets[i] {
             Target::Inet(Proto::Tcp, _) | Target::TcpBothFamilies => 0,
             Target::Unix => 1,
             _ => 2,
         });
+        let biggest = (0..targets.len()).max_by_key(|&i| expected[i]);
+        let capacity = (0..targets.len())
+            .map(|i| match biggest {
+                Some(b) if b == i => expected.iter().sum(),
+                _ => expected[i],
+            })
+            .collect();
         Some(Dumps {
             q,
             ext,
             net_dir,
-            program: filter_program(q),
+            program,
+            capacity,
             census: if census {
                 let mut c = census_targets(q);
                 c.retain(walked);
@@ -217,6 +249,7 @@ impl<'a> Dumps<'a> {
                 ended: false,
             };
             let mut part = Gathered::default();
+            part.sockets.reserve_exact(self.capacity[i]);
             let r = super::timing::phase(&t.key(), || {
                 gather_target(
                     self.q,
@@ -485,7 +518,7 @@ fn gather_target(
     let from_proc = q.gather.source == Source::Proc || proc_only(t);
     if t == Target::TcpBothFamilies {
         if !from_proc {
-            let mut seen: FxHashSet<u64> = FxHashSet::default();
+            let mut seen = seen_set(g);
             if dump_target(transport, q, t, ext, program, t.seq(), g, &mut seen).is_ok() {
                 return Ok(());
             }
@@ -500,7 +533,7 @@ fn gather_target(
     if !from_proc {
         // Cookies seen in this dump: a socket that moved in the kernel's table while it was
         // walked can be met twice.
-        let mut seen: FxHashSet<u64> = FxHashSet::default();
+        let mut seen = seen_set(g);
         match dump_target(transport, q, t, ext, program, t.seq(), g, &mut seen) {
             Ok(()) => return Ok(()),
             Err(e) if replay && q.gather.proc_root == Path::new("/proc") => {
@@ -541,6 +574,13 @@ fn gather_target(
     }
     from_proc_net(q, t, net_dir, g);
     Ok(())
+}
+
+/// The set of a dump's cookies, with room for the sockets `g` has room for.
+fn seen_set(g: &Gathered) -> FxHashSet<u64> {
+    let mut seen = FxHashSet::default();
+    seen.reserve(g.sockets.capacity() - g.sockets.len());
+    seen
 }
 
 /// A missing handler (ENOENT) for raw sockets is normal on kernels without CONFIG_INET_RAW_DIAG;
