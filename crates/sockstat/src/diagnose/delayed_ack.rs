@@ -29,8 +29,7 @@ pub const DELACK_ATO_US: u32 = 40_000;
 /// Runs R5 over every flow.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     input
-        .flows()
-        .iter()
+        .moving()
         .filter_map(|f| flow_check(f, input))
         .collect()
 }

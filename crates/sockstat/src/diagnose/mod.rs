@@ -176,6 +176,39 @@ impl<'a> Flow<'a> {
         delta(f(self.info0()?), f(self.info()?))
     }
 
+    /// True when nothing moved on the connection over the interval and nothing waits on it:
+    /// ESTABLISHED in both samples, both queues empty, no retransmission or persist timer, no
+    /// retransmission under way (`retransmits`, `backoff`, `ca_state` Open, nothing unacked),
+    /// and the same busy time, bytes received and sent, data segments sent and RTOs. No
+    /// per-connection rule finds anything on such a flow, each for a reason it reads first:
+    /// R1 and R2 need a busy share ([`ACTIVE_BUSY_SHARE`]); R3 a persist timer (sender) or a
+    /// receive queue (receiver); R4 bytes received; R5 data segments sent; R9 a retransmission,
+    /// an RTO or bytes sent. A counter the kernel does not give makes no flow quiet.
+    pub fn quiet(&self) -> bool {
+        let (Some(a), Some(b)) = (self.info0(), self.info()) else {
+            return false;
+        };
+        let same = |f: fn(&TcpInfo) -> Option<u64>| f(a).is_some() && f(a) == f(b);
+        self.before.state == State::Established
+            && self.after.state == State::Established
+            && self.after.recv_q == 0
+            && self.after.send_q == 0
+            && self.after.timer.is_none_or(|t| {
+                t.kind != retransmissions::TIMER_RETRANSMIT
+                    && t.kind != receiver_not_reading::TIMER_PERSIST
+            })
+            && b.retransmits() == Some(0)
+            && b.backoff() == Some(0)
+            && b.probes() == Some(0)
+            && b.ca_state() == Some(0)
+            && b.unacked() == Some(0)
+            && same(TcpInfo::busy_time_us)
+            && same(TcpInfo::bytes_received)
+            && same(TcpInfo::bytes_sent)
+            && same(|i| i.data_segs_out().map(u64::from))
+            && same(|i| i.total_rto().map(u64::from))
+    }
+
     /// Δbusy_time / Δt: the share of the interval the connection was trying to send.
     pub fn busy_share(&self) -> Option<f64> {
         let busy = self.d(TcpInfo::busy_time_us)? as f64 / 1e6;
@@ -460,6 +493,11 @@ pub struct Input<'a> {
     pub ctx: &'a Context,
     /// TCP sockets present in both samples, joined by cookie: [`Input::flows`].
     flows: std::sync::OnceLock<Vec<Flow<'a>>>,
+    /// The flows the per-connection rules read: [`Input::moving`].
+    moving: std::sync::OnceLock<Vec<usize>>,
+    /// Whether [`Input::moving`] leaves the quiet flows out (always, but in the test that
+    /// checks that no rule finds anything on them).
+    skip_quiet: bool,
     /// The port analysis of the later sample against the earlier, made once for the rules
     /// that read it (R7, R8): [`Input::ports`].
     ports: std::sync::OnceLock<crate::ports::PortsReport>,
@@ -470,6 +508,19 @@ impl<'a> Input<'a> {
     pub fn flows(&self) -> &[Flow<'a>] {
         self.flows
             .get_or_init(|| join(self.before, self.after, self.ctx.interval_s))
+    }
+
+    /// The flows a per-connection rule can find something on: [`Input::flows`] but the quiet
+    /// ones ([`Flow::quiet`]), made at the first call. Most connections of a big table are idle
+    /// at any moment; each rule that reads them all touches every socket's `tcp_info` again.
+    pub fn moving(&self) -> impl Iterator<Item = &Flow<'a>> + '_ {
+        let flows = self.flows();
+        let moving = self.moving.get_or_init(|| {
+            (0..flows.len())
+                .filter(|&i| !(self.skip_quiet && flows[i].quiet()))
+                .collect()
+        });
+        moving.iter().map(move |&i| &flows[i])
     }
 
     /// The port analysis of this interval (`ports::analyze` with both samples), made at the
@@ -507,20 +558,24 @@ pub const RULES: &[(&str, Rule)] = &[
 /// Joins the samples by socket cookie and runs every rule. Findings come back most severe
 /// first, then by rule, then by connection.
 pub fn evaluate(before: &ZoneSample, after: &ZoneSample, ctx: &Context) -> Vec<Finding> {
-    evaluate_joined(before, after, ctx).0
+    evaluate_joined(before, after, ctx, true).0
 }
 
-/// [`evaluate`], and how many connections were followed across the samples.
+/// [`evaluate`], and how many connections were followed across the samples; the quiet flows
+/// left out of the per-connection rules unless `skip_quiet` is false ([`Input::moving`]).
 fn evaluate_joined(
     before: &ZoneSample,
     after: &ZoneSample,
     ctx: &Context,
+    skip_quiet: bool,
 ) -> (Vec<Finding>, usize) {
     let input = Input {
         before,
         after,
         ctx,
         flows: std::sync::OnceLock::new(),
+        moving: std::sync::OnceLock::new(),
+        skip_quiet,
         ports: std::sync::OnceLock::new(),
     };
     // The rules read the samples and write nothing: on a big table they run on every core
@@ -563,7 +618,7 @@ fn evaluate_joined(
 
 /// Runs [`evaluate`] and adds the counts and warnings a renderer shows.
 pub fn diagnose(before: &ZoneSample, after: &ZoneSample, ctx: &Context) -> Report {
-    let (findings, connections) = evaluate_joined(before, after, ctx);
+    let (findings, connections) = evaluate_joined(before, after, ctx, true);
     let mut warnings = after.snapshot.warnings.clone();
     if ctx.sysctls.tcp_mem.is_none() {
         warnings.push(Warning {
@@ -690,6 +745,7 @@ pub fn sort_findings(f: &mut [Finding]) {
 /// /proc text, cannot be followed and are skipped).
 fn join<'a>(before: &'a ZoneSample, after: &'a ZoneSample, dt: f64) -> Vec<Flow<'a>> {
     let mut seen = rustc_hash::FxHashSet::default();
+    seen.reserve(after.snapshot.sockets.len());
     after
         .snapshot
         .sockets
@@ -832,6 +888,126 @@ fn prefix(p: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    /// No rule finds anything on a quiet flow ([`Flow::quiet`]): over a table of connections
+    /// drawn at random, quiet ones with every other field the rules read at extremes (zero
+    /// windows, full buffers, long RTTs, keepalive timers, drops) and moving ones, every rule's
+    /// findings are the same whether the quiet flows are left out or read.
+    #[test]
+    fn leaving_the_quiet_flows_out_changes_no_finding() {
+        use super::testutil::TcpBuilder;
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        for k in 0..1000u64 {
+            let pick = |n: u64, r: u64, values: &[u64]| values[(r % n) as usize % values.len()];
+            let rtt = pick(4, next(4), &[50, 2_000, 80_000, 400_000]) as u32;
+            let mut b = TcpBuilder::new()
+                .local(&format!("192.0.2.1:{}", 10_000 + k))
+                .rtt(
+                    rtt,
+                    pick(3, next(3), &[rtt as u64 / 20, rtt as u64 / 2, rtt as u64]) as u32,
+                )
+                .min_rtt(pick(3, next(3), &[0, 40, rtt as u64 / 4]) as u32)
+                .cwnd(pick(3, next(3), &[1, 10, 400]) as u32)
+                .snd_wnd(pick(3, next(3), &[0, 65_535, 4_000_000]) as u32)
+                .rcv_wnd(pick(3, next(3), &[0, 65_535, 4_000_000]) as u32)
+                .sndbuf(pick(3, next(3), &[4_608, 87_040, 4_194_304]) as u32)
+                .rcvbuf(
+                    pick(2, next(2), &[4_608, 131_072]) as u32,
+                    pick(2, next(2), &[0, 131_072]) as u32,
+                )
+                .queued(pick(2, next(2), &[0, 1_000_000]) as u32)
+                .delivery_rate(pick(3, next(3), &[0, 1_000, 125_000_000]))
+                .app_limited(next(2) == 0)
+                .rcv_space(pick(2, next(2), &[14_480, 6_000_000]) as u32)
+                .rcv_rtt(pick(2, next(2), &[0, 300_000]) as u32)
+                .timer(pick(5, next(5), &[0, 1, 2, 3, 4]) as u8, next(3) as u8)
+                .queues(
+                    pick(4, next(4), &[0, 0, 0, 50_000]) as u32,
+                    pick(4, next(4), &[0, 0, 0, 50_000]) as u32,
+                );
+            if next(8) == 0 {
+                b = b.retransmits(1 + next(3) as u8);
+            }
+            if next(8) == 0 {
+                b = b.backoff(1 + next(8) as u8);
+            }
+            if next(8) == 0 {
+                b = b.probes(1 + next(3) as u8);
+            }
+            if next(8) == 0 {
+                b = b.ca_state(1 + next(4) as u8);
+            }
+            if next(8) == 0 {
+                b = b.unacked(1 + next(40) as u32);
+            }
+            if next(10) == 0 {
+                b = b.state(State::CloseWait);
+            }
+            // The counters: cumulative, the same in both samples unless this flow moves.
+            let busy = next(100_000_000);
+            let (acked, received, sent) = (next(1 << 40), next(1 << 40), next(1 << 40));
+            let (segs_in, segs_out) = (next(1 << 30) as u32, next(1 << 30) as u32);
+            let (rtos, dsacks) = (next(50) as u16, next(1000) as u32);
+            let base = b
+                .chrono(busy, busy / 2, busy / 3)
+                .bytes_acked(acked)
+                .bytes_received(received)
+                .bytes_sent(sent, sent / 10)
+                .data_segs(segs_in, segs_out)
+                .total_rto(rtos, u32::from(rtos) * 200)
+                .retrans_dsack(dsacks, dsacks / 2)
+                .drops(next(3) as u32);
+            let mut later = base.clone();
+            match next(10) {
+                0 => later = later.chrono(busy + 900_000, busy / 2 + 800_000, busy / 3 + 100_000),
+                1 => later = later.bytes_received(received + 10_000_000),
+                2 => later = later.bytes_sent(sent + 10_000_000, sent / 10 + 3_000_000),
+                3 => later = later.data_segs(segs_in + 100, segs_out + 100),
+                4 => later = later.total_rto(rtos + 2, u32::from(rtos + 2) * 200),
+                _ => {}
+            }
+            before.push(base.build(k + 1));
+            after.push(later.build(k + 1));
+        }
+        let (b, a, ctx) = (
+            super::testutil::sample(before),
+            super::testutil::sample(after),
+            super::testutil::ctx(),
+        );
+        let input = Input {
+            before: &b,
+            after: &a,
+            ctx: &ctx,
+            flows: std::sync::OnceLock::new(),
+            moving: std::sync::OnceLock::new(),
+            skip_quiet: true,
+            ports: std::sync::OnceLock::new(),
+        };
+        let quiet = input.flows().iter().filter(|f| f.quiet()).count();
+        assert!(quiet >= 30, "only {quiet} of the flows are quiet");
+        assert!(
+            quiet < input.flows().len() - 100,
+            "the moving flows are too few"
+        );
+        let json = |f: &[Finding]| serde_json::to_string(f).unwrap();
+        let (kept, read) = (
+            evaluate_joined(&b, &a, &ctx, true).0,
+            evaluate_joined(&b, &a, &ctx, false).0,
+        );
+        assert!(
+            read.len() >= 10,
+            "the table should give findings: {}",
+            read.len()
+        );
+        assert_eq!(json(&kept), json(&read));
+    }
+
     #[test]
     fn core_mem_max_finding_names_its_direction() {
         let bdp = 1_250_000.0;

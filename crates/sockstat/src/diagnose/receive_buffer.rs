@@ -41,8 +41,7 @@ pub fn expected_wscale(s: &Sysctls) -> Option<u8> {
 /// Runs R4 over every flow, then the host check.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = input
-        .flows()
-        .iter()
+        .moving()
         .filter_map(|f| flow_check(f, input))
         .collect();
     if input.ctx.sysctls.tcp_moderate_rcvbuf == Some(0) {

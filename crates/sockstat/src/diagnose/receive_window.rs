@@ -46,8 +46,7 @@ pub const RECEIVING_BYTES: u64 = 65_536;
 /// Runs R2 over every flow, then the host checks.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = input
-        .flows()
-        .iter()
+        .moving()
         .filter_map(|f| flow_check(f, input))
         .collect();
     out.extend(host_check(input));

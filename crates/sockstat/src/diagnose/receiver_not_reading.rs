@@ -23,7 +23,7 @@ pub const RCVBUF_FULL: f64 = 0.9;
 /// Runs R3 over every flow.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut out = vec![];
-    for f in input.flows() {
+    for f in input.moving() {
         out.extend(sender_side(f, input));
         out.extend(receiver_side(f, input));
     }

@@ -61,7 +61,7 @@ struct Trouble<'a> {
 
 /// Runs R10.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
-    let mut troubles: Vec<Trouble<'_>> = input.flows().iter().filter_map(flow_check).collect();
+    let mut troubles: Vec<Trouble<'_>> = input.moving().filter_map(flow_check).collect();
     let snap = &input.after.snapshot;
     let linear = input.ctx.sysctls.tcp_syn_linear_timeouts.unwrap_or(0);
     // Measured connects (connection events, root) are the better evidence for unanswered SYNs:

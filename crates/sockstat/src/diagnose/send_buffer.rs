@@ -174,8 +174,7 @@ pub fn autotuned_size(tb: u64, mss: u32, tcp_wmem: Option<[u64; 3]>) -> bool {
 /// Runs R1 over every flow, then the host check.
 pub fn check(input: &Input<'_>) -> Vec<Finding> {
     let mut out: Vec<Finding> = input
-        .flows()
-        .iter()
+        .moving()
         .filter_map(|f| flow_check(f, input))
         .collect();
     let sysctl_reported = out
