@@ -114,7 +114,9 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
     #[derive(Default)]
     struct Acc {
         count: u32,
-        states: BTreeMap<std::borrow::Cow<'static, str>, u32>,
+        /// By state, named when the destination is made (a name per socket was a string
+        /// compared in a tree per socket).
+        states: Vec<(State, u32)>,
         time_wait: u32,
         left: Option<TimeLeft>,
         new_tw: u32,
@@ -127,7 +129,8 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
         ports: FxHashSet<u16>,
         left: Option<TimeLeft>,
     }
-    let mut servers: BTreeMap<(IpAddr, u16), BTreeMap<IpAddr, ClientAcc>> = BTreeMap::new();
+    // Unordered while counting: the servers and their clients are sorted once made.
+    let mut servers: FxHashMap<(IpAddr, u16), FxHashMap<IpAddr, ClientAcc>> = FxHashMap::default();
     let mut tw_seen = 0u64;
 
     for s in &snap.sockets {
@@ -162,7 +165,10 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
         }
         let d = dests.entry((local.0, rem.0, rem.1)).or_default();
         d.count += 1;
-        *d.states.entry(s.state.name()).or_default() += 1;
+        match d.states.iter_mut().find(|(st, _)| *st == s.state) {
+            Some((_, n)) => *n += 1,
+            None => d.states.push((s.state, 1)),
+        }
         if is_tw {
             d.time_wait += 1;
             if let Some(ms) = time_wait_left(s) {
@@ -193,11 +199,10 @@ pub fn analyze(input: &PortsInput<'_>) -> PortsReport {
                 remote_address: ra,
                 remote_port: rp,
                 count: a.count,
-                states: a
-                    .states
-                    .into_iter()
-                    .map(|(k, n)| (k.into_owned(), n))
-                    .collect(),
+                states: a.states.into_iter().fold(BTreeMap::new(), |mut m, (k, n)| {
+                    *m.entry(k.name().into_owned()).or_default() += n;
+                    m
+                }),
                 usage,
                 time_wait: a.time_wait,
                 time_wait_left: a.left,

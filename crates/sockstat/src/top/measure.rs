@@ -213,6 +213,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             drops: None,
             findings: vec![],
             window_s: None,
+            rtt_us: None,
         });
         closed.push((*s).clone());
     }
@@ -250,6 +251,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             drops: None,
             findings: vec![],
             window_s: None,
+            rtt_us: None,
         });
         short.push(s);
         short_process.push(e.process.clone());
@@ -364,6 +366,7 @@ fn counted_conn(at: SocketAt, zone: usize, prior: Option<&Socket>, s: &Socket) -
             .zip(prior.and_then(read_at))
             .map(|(now, was)| now.saturating_duration_since(was).as_secs_f64())
             .filter(|&w| w > 0.0),
+        rtt_us: now.and_then(TcpInfo::rtt_us).filter(|&v| v > 0),
     }
 }
 

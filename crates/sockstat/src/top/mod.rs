@@ -169,6 +169,9 @@ pub struct Conn {
     /// moves it by tens of ms against the samples' interval (doc/reference/BENCHMARKS.md, "The
     /// live view"). `None`: its bytes are over the report's interval.
     pub window_s: Option<f64>,
+    /// Its smoothed RTT in the later sample (µs; TCP, when the kernel has one), read here with
+    /// its counters so that the rows need not go back to every socket's `tcp_info`.
+    pub rtt_us: Option<u32>,
 }
 
 impl Conn {

@@ -305,7 +305,7 @@ fn row(report: &Report, key: RowKey, conns: Vec<usize>, shared: &[bool]) -> Row 
             r.drops = Some(r.drops.unwrap_or(0) + n);
         }
         if matches!(c.at, super::SocketAt::After { .. }) {
-            if let Some(rtt) = report.tcp(c).and_then(|t| t.rtt_us()).filter(|&v| v > 0) {
+            if let Some(rtt) = c.rtt_us {
                 r.max_rtt_us = Some(r.max_rtt_us.map_or(rtt, |m| m.max(rtt)));
             }
         }
