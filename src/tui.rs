@@ -114,14 +114,16 @@ pub fn run(a: &TopArgs, mut live: Live, stop: &AtomicBool) -> anyhow::Result<Exi
     let interval = Duration::from_secs_f64(a.interval);
     let mut next = Instant::now() + interval;
     let mut dirty = true;
+    let mut took = 0;
     while !stop.load(Ordering::Relaxed) && !hung_up() {
         if dirty {
             screen.0.draw(|f| v.draw(f, a.interval))?;
             dirty = false;
         }
+        // A key wakes the poll at once; the cap is for the connection events.
         let wait = next
             .saturating_duration_since(Instant::now())
-            .min(Duration::from_millis(50));
+            .min(Live::drain_every(took));
         if event::poll(wait)? {
             match event::read()? {
                 Event::Key(k) if k.kind != KeyEventKind::Release => {
@@ -134,7 +136,7 @@ pub fn run(a: &TopArgs, mut live: Live, stop: &AtomicBool) -> anyhow::Result<Exi
                 _ => {}
             }
         }
-        live.drain();
+        took = live.drain();
         if Instant::now() >= next {
             let report = live.refresh()?;
             v.refreshes += 1;

@@ -102,11 +102,11 @@ pub struct TopArgs {
     pub help: Option<bool>,
 }
 
-/// Waits until `deadline`, taking connection events every 50 ms; false when a signal asked to
-/// stop.
+/// Waits until `deadline`, taking connection events as they come ([`Live::drain_every`]);
+/// false when a signal asked to stop.
 pub(crate) fn wait(live: &mut Live, deadline: Instant, stop: &AtomicBool) -> bool {
     loop {
-        live.drain();
+        let took = live.drain();
         if stop.load(Ordering::Relaxed) {
             return false;
         }
@@ -114,7 +114,7 @@ pub(crate) fn wait(live: &mut Live, deadline: Instant, stop: &AtomicBool) -> boo
         if left.is_zero() {
             return true;
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        std::thread::sleep(left.min(Live::drain_every(took)));
     }
 }
 
