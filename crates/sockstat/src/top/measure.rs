@@ -99,7 +99,7 @@ pub fn measure(before: &Sample, after: Arc<Sample>, interval: Interval) -> Repor
             .iter()
             .any(|z| z.by_cookie(cookie).is_some_and(shown))
     };
-    let mut conns = Vec::new();
+    let mut conns = Vec::with_capacity(after.zones.iter().map(|z| z.snapshot.sockets.len()).sum());
     let mut time_wait = 0u64;
     for (zi, z) in after.zones.iter().enumerate() {
         let before_zone = before.matching(z);
