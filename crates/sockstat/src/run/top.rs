@@ -166,8 +166,9 @@ impl Live {
 
     /// How long a caller may wait before the next [`Live::drain`], given what the last one
     /// took: 50 ms while connections come and go, 250 ms while the ring stays empty. Each
-    /// wake-up costs the view more than the drain itself (a sixth of its CPU at 1k sockets
-    /// came from waking every 50 ms), and the ring holds seconds of the busiest churn
+    /// wake-up costs the view more than the drain itself (at 1k sockets a tenth of its CPU
+    /// went to waking every 50 ms: doc/reference/BENCHMARKS.md, "The view's own passes"), and
+    /// the ring holds seconds of the busiest churn
     /// ([`crate::sys::tcp_events::RING_BYTES`]).
     pub fn drain_every(took: usize) -> std::time::Duration {
         std::time::Duration::from_millis(if took == 0 { 250 } else { 50 })
