@@ -35,12 +35,13 @@ pub(super) struct Counts {
 impl Counts {
     /// Reads `protocols`; `sockstat` too when `time_wait` (its TIME-WAIT count).
     pub(super) fn read(net_dir: &Path, time_wait: bool) -> Counts {
+        let read = |name: &str| crate::sys::procfs::read_to_string(&net_dir.join(name)).ok();
         Counts {
-            protocols: std::fs::read_to_string(net_dir.join("protocols")).ok(),
+            protocols: read("protocols"),
             time_wait: time_wait
-                .then(|| std::fs::read_to_string(net_dir.join("sockstat")).ok())
+                .then(|| read("sockstat"))
                 .flatten()
-                .and_then(|t| time_wait_in(&t)),
+                .and_then(|t| sockstat_wire::snmp::sockstat_tcp_field(&t, "tw")),
         }
     }
 
@@ -82,14 +83,6 @@ impl Counts {
     }
 }
 
-/// The `tw` count of `/proc/net/sockstat`'s `TCP:` line.
-fn time_wait_in(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("TCP:"))?;
-    let mut f = line.split_whitespace();
-    f.by_ref().find(|&w| w == "tw")?;
-    f.next()?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,9 +122,7 @@ UDP-Lite  1152      0      -1   NI       0   yes  kernel      y  y  y  n  y  y  
                     TCP       2368    300    3   no     320   yes  kernel\n";
         let c = Counts {
             protocols: Some(text.to_string()),
-            time_wait: time_wait_in(
-                "sockets: used 965\nTCP: inuse 336 orphan 0 tw 50 alloc 421 mem 314\nUDP: inuse 78 mem 0\n",
-            ),
+            time_wait: Some(50),
         };
         let both = [Family::Inet, Family::Inet6];
         assert_eq!(c.expected(Proto::Tcp, &both, true), 390);
