@@ -904,32 +904,33 @@ mod tests {
         };
         let (mut before, mut after) = (Vec::new(), Vec::new());
         for k in 0..1000u64 {
-            let pick = |n: u64, r: u64, values: &[u64]| values[(r % n) as usize % values.len()];
-            let rtt = pick(4, next(4), &[50, 2_000, 80_000, 400_000]) as u32;
+            // One of `values`, by a draw `r` below their count.
+            let pick = |r: u64, values: &[u64]| values[r as usize % values.len()];
+            let rtt = pick(next(4), &[50, 2_000, 80_000, 400_000]) as u32;
             let mut b = TcpBuilder::new()
                 .local(&format!("192.0.2.1:{}", 10_000 + k))
                 .rtt(
                     rtt,
-                    pick(3, next(3), &[rtt as u64 / 20, rtt as u64 / 2, rtt as u64]) as u32,
+                    pick(next(3), &[rtt as u64 / 20, rtt as u64 / 2, rtt as u64]) as u32,
                 )
-                .min_rtt(pick(3, next(3), &[0, 40, rtt as u64 / 4]) as u32)
-                .cwnd(pick(3, next(3), &[1, 10, 400]) as u32)
-                .snd_wnd(pick(3, next(3), &[0, 65_535, 4_000_000]) as u32)
-                .rcv_wnd(pick(3, next(3), &[0, 65_535, 4_000_000]) as u32)
-                .sndbuf(pick(3, next(3), &[4_608, 87_040, 4_194_304]) as u32)
+                .min_rtt(pick(next(3), &[0, 40, rtt as u64 / 4]) as u32)
+                .cwnd(pick(next(3), &[1, 10, 400]) as u32)
+                .snd_wnd(pick(next(3), &[0, 65_535, 4_000_000]) as u32)
+                .rcv_wnd(pick(next(3), &[0, 65_535, 4_000_000]) as u32)
+                .sndbuf(pick(next(3), &[4_608, 87_040, 4_194_304]) as u32)
                 .rcvbuf(
-                    pick(2, next(2), &[4_608, 131_072]) as u32,
-                    pick(2, next(2), &[0, 131_072]) as u32,
+                    pick(next(2), &[4_608, 131_072]) as u32,
+                    pick(next(2), &[0, 131_072]) as u32,
                 )
-                .queued(pick(2, next(2), &[0, 1_000_000]) as u32)
-                .delivery_rate(pick(3, next(3), &[0, 1_000, 125_000_000]))
+                .queued(pick(next(2), &[0, 1_000_000]) as u32)
+                .delivery_rate(pick(next(3), &[0, 1_000, 125_000_000]))
                 .app_limited(next(2) == 0)
-                .rcv_space(pick(2, next(2), &[14_480, 6_000_000]) as u32)
-                .rcv_rtt(pick(2, next(2), &[0, 300_000]) as u32)
-                .timer(pick(5, next(5), &[0, 1, 2, 3, 4]) as u8, next(3) as u8)
+                .rcv_space(pick(next(2), &[14_480, 6_000_000]) as u32)
+                .rcv_rtt(pick(next(2), &[0, 300_000]) as u32)
+                .timer(pick(next(5), &[0, 1, 2, 3, 4]) as u8, next(3) as u8)
                 .queues(
-                    pick(4, next(4), &[0, 0, 0, 50_000]) as u32,
-                    pick(4, next(4), &[0, 0, 0, 50_000]) as u32,
+                    pick(next(4), &[0, 0, 0, 50_000]) as u32,
+                    pick(next(4), &[0, 0, 0, 50_000]) as u32,
                 );
             if next(8) == 0 {
                 b = b.retransmits(1 + next(3) as u8);
